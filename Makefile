@@ -1,0 +1,62 @@
+# xlaport: two commands on a fresh machine.
+#   make book   create .venv, install, execute every notebook once, build the site into _build/html
+#   make test   create .venv, install, run the whole suite (unit tests + each notebook once + strict site build)
+# A second run reuses .venv: the install is keyed on a hash of requirements.txt and pyproject.toml.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+PY     := $(BIN)/python
+# First Python >= 3.11 on PATH (torch_tpu 0.2.0 needs 3.11+).
+SYSPY  ?= $(shell for p in python3.11 python3.12 python3.13 python3; do \
+            command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { echo $$p; break; }; done)
+REQHASH := $(shell cat requirements.txt pyproject.toml | sha256sum | cut -c1-16)
+STAMP  := $(VENV)/.installed-$(REQHASH)
+PORT   ?= 8000
+PYTEST_ARGS ?=
+
+.PHONY: help venv test unit notebooks site book serve clean
+
+help:
+	@echo "make book    execute the notebooks once and build the site into _build/html"
+	@echo "make test    run the whole suite: unit tests, every notebook once, strict site build"
+	@echo "make unit    unit tests only (fast)"
+	@echo "make serve   serve _build/html on http://localhost:$(PORT)"
+	@echo "make clean   remove _build (keeps .venv)"
+
+$(STAMP): requirements.txt pyproject.toml
+	@if [ -z "$(SYSPY)" ]; then echo "error: Python 3.11 or newer is needed on PATH" >&2; exit 1; fi
+	@test -x $(PY) || { echo "creating $(VENV) with $(SYSPY)"; $(SYSPY) -m venv $(VENV); }
+	$(PY) -m pip install --quiet --upgrade pip
+	@echo "installing requirements (torch 2.9.0 + torch_xla 2.9.0 + the book toolchain; several GB on first run)"
+	$(PY) -m pip install --progress-bar off -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+venv: $(STAMP)
+
+unit: $(STAMP)
+	$(PY) -m pytest -m "not notebook" $(PYTEST_ARGS)
+
+# Unit tests and every notebook, executed once into _build/executed, then the strict site build from those copies.
+test: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) scripts/build_site.py
+
+notebooks: $(STAMP)
+	$(PY) -m pytest -m notebook $(PYTEST_ARGS)
+
+site: $(STAMP)
+	$(PY) scripts/build_site.py
+
+book: notebooks site
+
+serve:
+	@test -f _build/html/index.html || { echo "no site yet: run 'make book' first" >&2; exit 1; }
+	@echo "serving http://localhost:$(PORT) (Ctrl-C to stop)"
+	$(SYSPY) -m http.server $(PORT) --bind 127.0.0.1 --directory _build/html
+
+clean:
+	rm -rf _build

@@ -1,0 +1,91 @@
+#!/usr/bin/env python
+"""Build the website from the notebooks executed by the test run, without executing anything.
+
+Steps:
+1. check that every notebook in notebooks/ has an executed copy in _build/executed/notebooks/
+   (written once by tests/test_notebooks.py) and that the copy is sound: every code cell ran
+   (unless tagged ``skip-execution``/``remove-cell``) and none shows an error (unless tagged
+   ``raises-exception``);
+2. stage the book sources with those executed copies into _build/site;
+3. run ``jupyter-book build`` strictly (``-W -n --keep-going``, ``execute_notebooks: off``)
+   into _build/html.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+EXECUTED = ROOT / "_build" / "executed" / "notebooks"
+STAGE = ROOT / "_build" / "site"
+SOURCES = ["_config.yml", "_toc.yml", "references.bib", "book", "_static"]
+SKIP_TAGS = {"skip-execution", "remove-cell"}
+
+
+def check_executed(src: Path, done: Path) -> list[str]:
+    if not done.exists():
+        return [f"{src.name}: no executed copy at {done.relative_to(ROOT)} (run 'make notebooks' or 'make test' first)"]
+    problems = []
+    if done.stat().st_mtime < src.stat().st_mtime:
+        problems.append(f"{src.name}: executed copy is older than the notebook (run it again)")
+    nb = nbformat.read(done, as_version=4)
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        tags = set(cell.metadata.get("tags", []))
+        if tags & SKIP_TAGS:
+            continue
+        if cell.execution_count is None:
+            problems.append(f"{src.name}: code cell {i} was not executed")
+        if "raises-exception" not in tags and any(o.get("output_type") == "error" for o in cell.outputs):
+            problems.append(f"{src.name}: code cell {i} shows an error")
+    return problems
+
+
+def stage() -> None:
+    if STAGE.exists():
+        shutil.rmtree(STAGE)
+    STAGE.mkdir(parents=True)
+    for name in SOURCES:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, STAGE / name)
+        elif src.exists():
+            shutil.copy2(src, STAGE / name)
+    shutil.copytree(EXECUTED, STAGE / "notebooks")
+    for extra in (ROOT / "notebooks").iterdir():  # images or data next to the notebooks
+        if extra.suffix != ".ipynb" and not extra.name.startswith("."):
+            (shutil.copytree if extra.is_dir() else shutil.copy2)(extra, STAGE / "notebooks" / extra.name)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--no-strict", action="store_true", help="do not turn warnings into errors")
+    args = ap.parse_args()
+
+    notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    problems = [p for nb in notebooks for p in check_executed(nb, EXECUTED / nb.name)]
+    if problems:
+        print("site not built:\n  " + "\n  ".join(problems), file=sys.stderr)
+        return 1
+    stage()
+    jb = Path(sys.executable).with_name("jupyter-book")
+    cmd = [str(jb), "build", str(STAGE), "--path-output", str(ROOT), "--keep-going"]
+    if not args.no_strict:
+        cmd += ["-W", "-n"]
+    print("+", " ".join(cmd), flush=True)
+    rc = subprocess.call(cmd, cwd=ROOT)
+    index = ROOT / "_build" / "html" / "index.html"
+    if rc == 0 and index.exists():
+        print(f"site built: {index}  (open it, or 'make serve')")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

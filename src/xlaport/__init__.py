@@ -1,0 +1,14 @@
+"""xlaport: move PyTorch CUDA code to Google TPUs (TorchTPU) and AWS Trainium (TorchNeuron).
+
+Modules, one concept each:
+
+- :mod:`xlaport.targets`  — get a device for ``cuda``/``tpu``/``neuron``/``cpu``, real or emulated
+- :mod:`xlaport.profiles` — each target's documented behaviour, as data with sources
+- :mod:`xlaport.detect`   — find real accelerators without starting them
+"""
+
+from .profiles import Profile, Rule, profile
+from .targets import TARGET_NAMES, Target, target
+
+__version__ = "0.1.0"
+__all__ = ["Profile", "Rule", "Target", "TARGET_NAMES", "profile", "target", "__version__"]

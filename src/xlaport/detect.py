@@ -1,0 +1,76 @@
+"""Find real accelerators without starting them.
+
+TPU detection repeats the PCI scan that ``torch_tpu`` itself does before it
+initialises (``torch_tpu/_internal/utils/hardware.py`` in the 0.2.0 wheel): look
+for Google's PCI vendor id on a TPU device id that is exposed through VFIO. Only
+when this finds a chip may anything import ``torch_tpu`` or start libtpu, because
+libtpu on a machine without a TPU asks a cloud metadata server for its topology
+over the network. Nothing in this module imports torch_tpu, libtpu or
+torch_neuronx.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib.util
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["TpuChip", "tpu_chips", "neuron_devices", "neuron_importable", "cuda_available"]
+
+GOOGLE_PCI_VENDOR = 0x1AE0
+# Device ids torch_tpu 0.2.0 scans for (hardware.py); TPU v2/v3/v4 are not supported by 0.2.0.
+TPU_PCI_DEVICES = {0x0062: "v5p", 0x0063: "v5e", 0x006F: "v6e", 0x0076: "v7x"}
+
+
+@dataclass(frozen=True)
+class TpuChip:
+    pci_address: str
+    generation: str
+    vfio_group: str | None
+
+
+def _read_hex(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip(), 16)
+    except (OSError, ValueError):
+        return None
+
+
+def tpu_chips(sysfs: str | os.PathLike[str] = "/sys/bus/pci/devices", dev: str | os.PathLike[str] = "/dev") -> list[TpuChip]:
+    """TPU chips that torch_tpu 0.2.0 would use: Google vendor id, known device id, VFIO node present."""
+    root = Path(sysfs)
+    chips = []
+    if not root.is_dir():
+        return chips
+    for entry in sorted(root.iterdir()):
+        if _read_hex(entry / "vendor") != GOOGLE_PCI_VENDOR:
+            continue
+        generation = TPU_PCI_DEVICES.get(_read_hex(entry / "device") or -1)
+        if generation is None:
+            continue
+        group = None
+        link = entry / "iommu_group"
+        if link.exists():
+            group = os.path.basename(os.path.realpath(link))
+        if group is None or not (Path(dev) / "vfio" / group).exists():
+            continue
+        chips.append(TpuChip(entry.name, generation, group))
+    return chips
+
+
+def neuron_devices(dev: str | os.PathLike[str] = "/dev") -> list[str]:
+    """Neuron device nodes (``/dev/neuron0`` ...) present on this machine."""
+    return sorted(glob.glob(os.path.join(os.fspath(dev), "neuron[0-9]*")))
+
+
+def neuron_importable() -> bool:
+    """Whether ``torch_neuronx`` is installed (checked without importing it)."""
+    return importlib.util.find_spec("torch_neuronx") is not None
+
+
+def cuda_available() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())

@@ -1,0 +1,239 @@
+"""One way to get a device for a target, real where present, emulated where not.
+
+>>> from xlaport.targets import target
+>>> t = target("tpu")          # real TorchTPU on a TPU VM, else XLA:CPU emulation
+>>> print(t.banner())
+>>> model = model.to(t.device)
+>>> step = t.compile(train_step)   # the target's torch.compile defaults
+>>> t.sync()
+
+Real detection never starts a device that is not there (see :mod:`xlaport.detect`).
+Emulation runs the real XLA compiler through torch_xla's CPU PJRT device and
+applies the target's documented rules from :mod:`xlaport.profiles`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import os
+import platform
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Literal, TypeVar
+
+import torch
+
+from . import detect
+from .profiles import Profile, profile
+
+__all__ = ["Target", "target", "TARGET_NAMES", "xla_device"]
+
+TargetName = Literal["cuda", "tpu", "neuron", "cpu", "auto"]
+TARGET_NAMES: tuple[str, ...] = ("cuda", "tpu", "neuron", "cpu", "auto")
+EMULATOR_BACKEND = "openxla"  # torch_xla's Dynamo backend: Dynamo -> AOTAutograd -> XLA
+
+F = TypeVar("F", bound=Callable[..., Any])
+_ERRORS: dict[str, type[Exception]] = {
+    "NotImplementedError": NotImplementedError,
+    "RuntimeError": RuntimeError,
+    "ValueError": ValueError,
+}
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def xla_device() -> torch.device:
+    """torch_xla's device on the CPU PJRT client (the emulator). Imports torch_xla.
+
+    Note: importing torch_xla changes Dynamo's global config for the whole process
+    (``automatic_dynamic_shapes`` becomes False, ``specialize_float`` True).
+    """
+    os.environ.setdefault("PJRT_DEVICE", "CPU")
+    try:
+        import torch_xla
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise RuntimeError(
+            "emulating tpu/neuron needs torch_xla 2.9 (pip install torch==2.9.0 torch_xla==2.9.0); "
+            f"import failed: {e}"
+        ) from None
+    return torch_xla.device()
+
+
+@dataclass
+class Target:
+    """A device plus the behaviour of the platform it stands for.
+
+    ``name`` is what the code was written for (``"tpu"``); ``device`` is where the
+    tensors really live (``tpu:0``, or ``xla:0`` when emulated); ``emulated`` says
+    which. ``profile`` holds the target's documented rules, each with a source.
+    """
+
+    name: str
+    device: torch.device
+    emulated: bool
+    profile: Profile
+    backend: str
+    detail: str
+
+    # ----------------------------------------------------------------- facts
+    @property
+    def kind(self) -> str:
+        return "emulated" if self.emulated else "real"
+
+    @property
+    def on_xla(self) -> bool:
+        return self.device.type == "xla"
+
+    @property
+    def autocast_device_type(self) -> str:
+        return self.device.type
+
+    @property
+    def amp_dtype(self) -> torch.dtype | None:
+        name = self.profile.amp_dtype
+        return getattr(torch, name) if name else None
+
+    def versions(self) -> dict[str, str]:
+        v = {"python": platform.python_version(), "torch": torch.__version__}
+        for dist in ("torch_xla", "torch_tpu", "torch-neuronx"):
+            ver = _version(dist)
+            if ver and (dist == "torch_xla" and self.on_xla or dist != "torch_xla" and not self.emulated):
+                v[dist] = ver
+        return v
+
+    def banner(self) -> str:
+        """One line: target, real or emulated, how, and the versions in use."""
+        vers = " ".join(f"{k} {v}" for k, v in self.versions().items())
+        return f"[xlaport] target={self.name} ({self.kind}) device={self.device} backend={self.backend} | {self.detail} | {vers}"
+
+    # ----------------------------------------------------------------- work
+    def compile(self, fn: F, **kwargs: Any) -> F:
+        """``torch.compile`` with the target's defaults and refusals applied.
+
+        Keywords the caller passes win over defaults, except values the real target
+        rejects, which raise the target's own error (e.g. ``dynamic=True`` on TPU).
+        """
+        for rule in self.profile.of_kind("compile_reject"):
+            if rule.key in kwargs and kwargs[rule.key] == rule.value:
+                raise _ERRORS.get(rule.error or "", RuntimeError)(rule.message or rule.summary)
+        for rule in self.profile.of_kind("compile_ignore"):
+            if rule.key in kwargs and kwargs[rule.key] not in (None, "default"):
+                warnings.warn(f"{self.name}: {rule.key}={kwargs[rule.key]!r} ignored ({rule.summary})", stacklevel=2)
+                kwargs.pop(rule.key)
+        opts = {**self.profile.compile_defaults, **kwargs}
+        opts["backend"] = self._backend_for(opts.get("backend", self.backend))
+        if opts["backend"] != "inductor":
+            opts.pop("mode", None)  # only Inductor understands mode=
+        return torch.compile(fn, **opts)
+
+    def _backend_for(self, requested: Any) -> Any:
+        if not isinstance(requested, str):
+            return requested
+        if self.emulated and requested in ("tpu", "neuron"):
+            return EMULATOR_BACKEND
+        return requested
+
+    def sync(self) -> None:
+        """Wait for queued device work: the place where lazy or async execution really happens."""
+        if self.on_xla:
+            import torch_xla
+            import torch_xla.core.xla_model as xm
+
+            torch_xla.sync()
+            xm.wait_device_ops()
+        elif self.device.type == "cuda":
+            torch.cuda.synchronize()
+        elif self.device.type in ("tpu", "neuron"):
+            torch.accelerator.synchronize()
+
+    def autocast(self, enabled: bool = True) -> contextlib.AbstractContextManager[Any]:
+        """``torch.autocast`` with the target's mixed-precision dtype (bf16 on TPU/Neuron)."""
+        dtype = self.amp_dtype
+        if dtype is None or not enabled:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.autocast_device_type, dtype=dtype)
+
+    def manual_seed(self, seed: int) -> None:
+        """Seed torch's generators for this target (host and device)."""
+        torch.manual_seed(seed)
+        if self.on_xla:
+            import torch_xla.core.xla_model as xm
+
+            xm.set_rng_state(seed)
+
+
+def _cuda_target(p: Profile) -> Target:
+    if detect.cuda_available():
+        name = torch.cuda.get_device_name(0)
+        return Target("cuda", torch.device("cuda"), False, p, p.compile_backend, f"real CUDA device: {name}")
+    return Target(
+        "cuda", torch.device("cpu"), True, p, p.compile_backend,
+        "no CUDA device here: the CUDA code path runs on CPU",
+    )
+
+
+def _emulated(name: str, p: Profile) -> Target:
+    device = xla_device()
+    return Target(
+        name, device, True, p, EMULATOR_BACKEND,
+        f"emulated on torch_xla XLA:CPU (PJRT_DEVICE={os.environ.get('PJRT_DEVICE')}), "
+        f"{p.title} rules applied, compile backend '{p.compile_backend}' -> '{EMULATOR_BACKEND}'",
+    )
+
+
+def _tpu_target(p: Profile, allow_emulation: bool) -> Target:
+    chips = detect.tpu_chips()
+    if chips:
+        # Only now is it safe to let torch_tpu start libtpu.
+        import torch_tpu  # noqa: F401  (registers the 'tpu' device)
+
+        gens = sorted({c.generation for c in chips})
+        return Target("tpu", torch.device("tpu"), False, p, p.compile_backend, f"real TPU {'/'.join(gens)}, {len(chips)} chip(s)")
+    if not allow_emulation:
+        raise RuntimeError("no TPU found by PCI scan (Google vendor 0x1ae0 behind VFIO)")
+    return _emulated("tpu", p)
+
+
+def _neuron_target(p: Profile, allow_emulation: bool) -> Target:
+    devs = detect.neuron_devices()
+    if devs and detect.neuron_importable():
+        return Target("neuron", torch.device("neuron"), False, p, p.compile_backend, f"real Trainium, {len(devs)} Neuron device(s)")
+    if not allow_emulation:
+        raise RuntimeError("no Trainium found (/dev/neuron* with torch_neuronx installed)")
+    return _emulated("neuron", p)
+
+
+def target(name: str = "auto", *, allow_emulation: bool = True) -> Target:
+    """Get the target ``name``: ``"cuda"``, ``"tpu"``, ``"neuron"``, ``"cpu"`` or ``"auto"``.
+
+    ``"auto"`` picks the real accelerator present (TPU, then Trainium, then CUDA),
+    else CPU. ``"tpu"`` and ``"neuron"`` use the real device when present and the
+    XLA:CPU emulator otherwise (``allow_emulation=False`` makes that an error).
+    ``"cuda"`` without a GPU runs the CUDA code path on CPU and says so.
+    """
+    if not isinstance(name, str) or name.lower() not in TARGET_NAMES:
+        raise ValueError(f"unknown target {name!r}; choose one of: {', '.join(TARGET_NAMES)}")
+    name = name.lower()
+    if name == "auto":
+        if detect.tpu_chips():
+            return _tpu_target(profile("tpu"), allow_emulation=False)
+        if detect.neuron_devices() and detect.neuron_importable():
+            return _neuron_target(profile("neuron"), allow_emulation=False)
+        if detect.cuda_available():
+            return _cuda_target(profile("cuda"))
+        p = profile("cpu")
+        return Target("cpu", torch.device("cpu"), False, p, p.compile_backend, "no accelerator found: CPU")
+    if name == "tpu":
+        return _tpu_target(profile("tpu"), allow_emulation)
+    if name == "neuron":
+        return _neuron_target(profile("neuron"), allow_emulation)
+    if name == "cuda":
+        return _cuda_target(profile("cuda"))
+    p = profile("cpu")
+    return Target("cpu", torch.device("cpu"), False, p, p.compile_backend, "CPU")

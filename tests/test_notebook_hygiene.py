@@ -1,0 +1,50 @@
+"""Committed notebooks: no outputs, a kernelspec, a papermill parameters cell, a time budget, a TOC entry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def _toc_files() -> set[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    found: set[str] = set()
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            if "file" in node:
+                found.add(str(node["file"]))
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(toc)
+    return found
+
+
+def test_there_are_notebooks() -> None:
+    assert NOTEBOOKS, "no notebooks found"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_committed_clean(path: Path) -> None:
+    nb = nbformat.read(path, as_version=4)
+    dirty = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and (c.outputs or c.execution_count)]
+    assert not dirty, f"{path.name}: outputs committed in cells {dirty}"
+    assert nb.metadata.get("kernelspec", {}).get("name") == "python3", f"{path.name}: kernelspec must be python3"
+    params = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(params) == 1, f"{path.name}: needs exactly one cell tagged 'parameters'"
+    assert float(nb.metadata["xlaport"]["budget_s"]) > 0
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_in_toc(path: Path) -> None:
+    assert f"notebooks/{path.stem}" in _toc_files(), f"{path.name} is not in _toc.yml"

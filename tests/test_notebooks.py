@@ -1,0 +1,46 @@
+"""Execute every chapter once, on CPU, into _build/executed (what the site then renders).
+
+Each notebook asserts the effect it teaches, so a regression in the effect fails
+here. Its time budget (seconds, from the issue that asked for it) is in the
+notebook's metadata under ``xlaport.budget_s``; a run over 1.5x the budget fails.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+EXECUTED = ROOT / "_build" / "executed"
+TIMINGS = EXECUTED / "timings.json"
+SLACK = 1.5  # CI machines vary; a notebook must stay within 1.5x its budget
+
+
+def _record(name: str, seconds: float, budget: float) -> None:
+    data = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
+    data[name] = {"seconds": round(seconds, 1), "budget_s": budget}
+    TIMINGS.write_text(json.dumps(data, indent=2, sort_keys=True))
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_runs(path: Path) -> None:
+    import papermill
+
+    budget = float(nbformat.read(path, as_version=4).metadata["xlaport"]["budget_s"])
+    out = EXECUTED / "notebooks" / path.name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    papermill.execute_notebook(
+        str(path), str(out), kernel_name="python3", cwd=str(path.parent),
+        progress_bar=False, execution_timeout=int(budget * 4),
+    )
+    seconds = time.perf_counter() - start
+    _record(path.stem, seconds, budget)
+    print(f"{path.name}: {seconds:.1f} s (budget {budget:.0f} s)")
+    assert seconds <= budget * SLACK, f"{path.name} took {seconds:.1f} s, budget {budget:.0f} s"
