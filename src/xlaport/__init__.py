@@ -5,6 +5,8 @@ Modules, one concept each:
 - :mod:`xlaport.targets`  — get a device for ``cuda``/``tpu``/``neuron``/``cpu``, real or emulated
 - :mod:`xlaport.profiles` — each target's documented behaviour, as data with sources
 - :mod:`xlaport.detect`   — find real accelerators without starting them
+- :mod:`xlaport.recompile` — per-step compiles, compile time and recompile reasons; storm verdict
+- :mod:`xlaport.buckets`  — pad variable lengths to a few buckets (with attention masks) to stop recompiles
 """
 
 from .profiles import Profile, Rule, profile

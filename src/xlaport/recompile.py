@@ -1,0 +1,657 @@
+"""Watch a training or inference loop for recompiles: per step, how long it took, how many
+compiles it started, how long they took and why they happened.
+
+>>> from xlaport.recompile import RecompileMonitor
+>>> with RecompileMonitor(sync=t.sync) as mon:
+...     for mel, tokens in batches:
+...         with mon.step(mel, tokens):          # tensors given here name the step's shape key
+...             loss = step_fn(mel, tokens)
+>>> print(mon.table())
+>>> mon.summary().ratio                          # first compile step / median cached step
+>>> mon.verdict()                                # Verdict(storm=True, reason='...')
+>>> mon.plot()
+
+Signals, each read from the backend itself and used only where it exists:
+
+- **XLA** (torch_xla already imported by the caller; this module never imports it): the
+  ``UncachedCompile`` counter and the ``CompileTime`` metric of ``torch_xla.debug.metrics``.
+  Lazy mode (``torch_xla.sync()``) and ``torch.compile(backend="openxla")`` both compile
+  through them, so one XLA executable per new graph shows up as one ``UncachedCompile``.
+- **Dynamo** (``torch.compile`` with any backend): each frame compile, timed with Dynamo's
+  compile callbacks (``torch._dynamo.callback``), and the guard-failure text that
+  ``TORCH_LOGS=recompiles`` would print (``tensor 'x' size mismatch at index 2. expected
+  888, actual 961``), captured programmatically by wrapping the function Dynamo calls to
+  compute it (``torch._dynamo.convert_frame.get_and_maybe_log_recompilation_reasons``), so
+  nothing is printed and no logging configuration changes. The recompile-limit warning
+  (``torch._dynamo hit config.recompile_limit (8)``) is caught with a handler on Dynamo's
+  ``convert_frame`` logger; after it, Dynamo runs the frame eagerly (on CUDA, silently).
+- **TorchTPU** (only when ``torch_tpu`` is already imported, i.e. on a real TPU VM): cache
+  misses from ``torch.tpu._get_cache_stats()`` (``num_cache_reqs - num_cache_hits``).
+- **Inputs**: tensors passed to :meth:`RecompileMonitor.step` give the step a shape key
+  (shape, dtype, storage offset of each input; value of Python scalars). When a backend
+  compiles without saying why (XLA lazy mode), the reason is the difference between this
+  key and the previous step's key, marked ``[inferred]``.
+
+A step's ``compiles`` is the primary source's count: XLA ``UncachedCompile`` when torch_xla
+is loaded, else TorchTPU cache misses, else Dynamo frame compiles. The other sources stay in
+their own columns (under ``openxla`` one Dynamo compile usually brings 2-4 XLA compiles).
+Where a signal is missing its column is ``None`` and the monitor still times steps.
+
+Overhead: :meth:`RecompileMonitor.measure_overhead` times empty monitored steps
+(``with mon.step(x): pass``: the counter and metric reads at entry and exit, the shape
+key, the record; no ``sync``), discards their records, and returns seconds per step. The
+chapter ``notebooks/recompile_storms.ipynb`` divides it by the median cached step of its
+model and asserts the share is at most 2%; ``tests/test_recompile.py`` checks it stays
+well under a millisecond on XLA:CPU.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+
+__all__ = [
+    "RecompileMonitor",
+    "StepRecord",
+    "CompileEvent",
+    "Summary",
+    "Verdict",
+    "shape_key",
+    "describe_key_change",
+    "parse_reason",
+    "REASON_KINDS",
+]
+
+# What a guard failure (or an inferred key change) was about.
+REASON_KINDS: tuple[str, ...] = (
+    "shape", "dtype", "stride", "storage_offset", "device", "requires_grad",
+    "python_constant", "object_identity", "type", "length", "graph", "other",
+)
+
+_REASON_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("shape", re.compile(r"size mismatch|\.size\(\)\[\d+\]|\bsize\(\d*\)")),
+    ("dtype", re.compile(r"dtype mismatch")),
+    ("stride", re.compile(r"stride mismatch|\.stride\(\)")),
+    ("storage_offset", re.compile(r"storage_offset|storage offset")),
+    ("device", re.compile(r"device mismatch|device index mismatch")),
+    ("requires_grad", re.compile(r"requires_grad mismatch")),
+    ("length", re.compile(r"\blen\(")),
+    ("object_identity", re.compile(r"___check_obj_id|ID_MATCH|id\(.*\) ==")),
+    ("type", re.compile(r"___check_type_id|TYPE_MATCH|type\(")),
+    ("python_constant", re.compile(r"^\s*[\w\[\]'\".]+\s*==\s*\S+")),
+)
+_ID_PREFIX = re.compile(r"^\s*-?\s*\d+/\d+:\s*")  # "0/7: " (frame/compile id of the failing entry)
+
+
+def parse_reason(text: str) -> tuple[str, str]:
+    """Classify one guard-failure line; returns ``(kind, cleaned text)``.
+
+    ``"0/7: tensor 'mel' size mismatch at index 2. expected 888, actual 961"`` ->
+    ``("shape", "tensor 'mel' size mismatch at index 2. expected 888, actual 961")``.
+    ``"k == 1.0   # def f(...)"`` -> ``("python_constant", "k == 1.0")``.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"a recompile reason must be a string, got {type(text).__name__}")
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    line = _ID_PREFIX.sub("", line)
+    line = line.split("  #", 1)[0].rstrip()  # drop Dynamo's trailing source comment
+    for kind, pat in _REASON_PATTERNS:
+        if pat.search(line):
+            return kind, line
+    return "other", line
+
+
+# --------------------------------------------------------------------------- shape keys
+def _describe_input(x: Any) -> Hashable:
+    if isinstance(x, torch.Tensor):
+        return ("tensor", tuple(x.shape), str(x.dtype).replace("torch.", ""), x.storage_offset(), x.device.type)
+    if isinstance(x, (bool, int, float, str)) or x is None:
+        return ("py", type(x).__name__, x)
+    if isinstance(x, (list, tuple)):
+        return ("seq", len(x), tuple(_describe_input(v) for v in x))
+    return ("obj", type(x).__name__)
+
+
+def shape_key(*inputs: Any) -> tuple[Hashable, ...]:
+    """The part of the inputs a static-shape compiler specialises on.
+
+    Tensors give (shape, dtype, storage offset, device type); Python scalars give their
+    value (Dynamo guards on it, TorchTPU's cache fingerprint includes it); lists and tuples
+    are described element by element; other objects by type only.
+    """
+    return tuple(_describe_input(x) for x in inputs)
+
+
+def _fmt_input(d: Any) -> str:
+    if isinstance(d, tuple) and d and d[0] == "tensor":
+        return f"{d[2]}{list(d[1])}" + (f"+{d[3]}" if d[3] else "")
+    if isinstance(d, tuple) and d and d[0] == "py":
+        return repr(d[2])
+    return str(d)
+
+
+def describe_key_change(old: tuple[Hashable, ...] | None, new: tuple[Hashable, ...]) -> tuple[str, str]:
+    """Say which input differs between two :func:`shape_key` results: ``(kind, text)``."""
+    if old is None:
+        return "shape", "first step: " + ", ".join(_fmt_input(d) for d in new)
+    if len(old) != len(new):
+        return "length", f"number of inputs {len(old)} -> {len(new)}"
+    for i, (a, b) in enumerate(zip(old, new)):
+        if a == b:
+            continue
+        if isinstance(a, tuple) and isinstance(b, tuple) and a[:1] == b[:1] == ("tensor",):
+            for kind, j in (("shape", 1), ("dtype", 2), ("storage_offset", 3), ("device", 4)):
+                if a[j] != b[j]:
+                    return kind, f"input {i} {kind.replace('_', ' ')} {_fmt_v(a[j])} -> {_fmt_v(b[j])}"
+        if isinstance(a, tuple) and isinstance(b, tuple) and a[:1] == b[:1] == ("py",):
+            return "python_constant", f"input {i} value {a[2]!r} -> {b[2]!r}"
+        return "type", f"input {i} {_fmt_input(a)} -> {_fmt_input(b)}"
+    return "graph", "same inputs as the previous step: the traced graph itself changed"
+
+
+def _fmt_v(v: Any) -> str:
+    return str(list(v)) if isinstance(v, tuple) else str(v)
+
+
+# --------------------------------------------------------------------------- records
+@dataclass
+class CompileEvent:
+    """One compile seen by a source: ``"dynamo"`` (a frame compile, with its guard-failure
+    reason on recompiles), or ``"dynamo-limit"`` (the recompile limit was hit)."""
+
+    source: str
+    seconds: float | None
+    reason: str | None
+    kind: str | None
+    compile_id: str | None = None
+    function: str | None = None
+
+
+@dataclass
+class StepRecord:
+    """What one monitored step did. ``None`` means that signal is not available here."""
+
+    index: int
+    wall_s: float
+    compiles: int
+    compile_s: float | None
+    source: str
+    key: tuple[Hashable, ...] | None = None
+    new_key: bool = False
+    xla_compiles: int | None = None
+    xla_cached: int | None = None
+    xla_compile_s: float | None = None
+    dynamo_compiles: int = 0
+    dynamo_compile_s: float = 0.0
+    tpu_cache_misses: int | None = None
+    limit_hit: bool = False
+    reasons: list[str] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)
+    label: str | None = None
+
+    @property
+    def compiled(self) -> bool:
+        return self.compiles > 0 or self.dynamo_compiles > 0
+
+    def row(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["reasons"] = "; ".join(self.reasons)
+        d["kinds"] = ",".join(self.kinds)
+        d["key"] = _fmt_key(self.key)
+        return d
+
+
+def _fmt_key(key: tuple[Hashable, ...] | None) -> str:
+    return "" if key is None else " ".join(_fmt_input(d) for d in key)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    storm: bool
+    reason: str
+
+    def __bool__(self) -> bool:
+        return self.storm
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Totals over the recorded steps. ``ratio`` = first compiling step's wall time divided
+    by the median wall time of steps that compiled nothing (``nan`` if either is missing)."""
+
+    steps: int
+    compiles: int
+    compile_steps: int
+    compile_s: float | None
+    wall_s: float
+    first_compile_step_s: float
+    steady_median_s: float
+    ratio: float
+    distinct_keys: int
+    dynamo_compiles: int
+    recompile_limit_hit: bool
+    source: str
+    storm: bool
+    verdict: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        cs = "n/a" if self.compile_s is None else f"{self.compile_s:.2f} s"
+        return (
+            f"{self.steps} steps, {self.compiles} compiles ({self.source}) in {self.compile_steps} steps, "
+            f"compile {cs}, wall {self.wall_s:.2f} s, first compile step {self.first_compile_step_s:.3f} s, "
+            f"cached step median {self.steady_median_s * 1e3:.2f} ms, ratio {self.ratio:.0f}x, "
+            f"{self.distinct_keys} distinct shape keys"
+            + (", Dynamo recompile limit hit" if self.recompile_limit_hit else "")
+            + f" | {self.verdict}"
+        )
+
+
+# --------------------------------------------------------------------------- Dynamo tap
+class _DynamoTap:
+    """Process-wide hooks into Dynamo, installed while at least one monitor is active."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.users = 0
+        self.listeners: list[Callable[[CompileEvent], None]] = []
+        self._orig: Any = None
+        self._starts: dict[str, float] = {}
+        self._handler: logging.Handler | None = None
+        self.available = {"callbacks": False, "reasons": False, "limit": False}
+
+    def _emit(self, ev: CompileEvent) -> None:
+        for fn in list(self.listeners):
+            fn(ev)
+
+    def _on_start(self, args: Any) -> None:
+        self._starts[str(getattr(args, "compile_id", ""))] = time.perf_counter()
+
+    def _on_end(self, args: Any) -> None:
+        cid = str(getattr(args, "compile_id", ""))
+        t0 = self._starts.pop(cid, None)
+        self._emit(CompileEvent("dynamo", None if t0 is None else time.perf_counter() - t0, None, None, cid))
+
+    def acquire(self, listener: Callable[[CompileEvent], None]) -> None:
+        with self.lock:
+            self.listeners.append(listener)
+            self.users += 1
+            if self.users == 1:
+                self._install()
+
+    def release(self, listener: Callable[[CompileEvent], None]) -> None:
+        with self.lock:
+            if listener in self.listeners:
+                self.listeners.remove(listener)
+            self.users = max(0, self.users - 1)
+            if self.users == 0:
+                self._uninstall()
+
+    def _install(self) -> None:
+        try:
+            from torch._dynamo import callback as cb
+            from torch._dynamo import convert_frame as cf
+
+            cb.callback_handler.register_start_callback(self._on_start)
+            cb.callback_handler.register_end_callback(self._on_end)
+            self.available["callbacks"] = True
+        except Exception:  # pragma: no cover - older/newer torch without these hooks
+            return
+        orig = getattr(cf, "get_and_maybe_log_recompilation_reasons", None)
+        if orig is not None:
+            tap = self
+
+            def wrapped(cache_entry: Any, frame: Any, *a: Any, **kw: Any) -> Any:
+                reasons = orig(cache_entry, frame, *a, **kw)
+                if not kw.get("skip_logging", a[0] if a else False):
+                    fn = getattr(getattr(frame, "f_code", None), "co_name", None)
+                    text = reasons[0] if reasons else "Unable to find recompilation reasons"
+                    kind, clean = parse_reason(text)
+                    tap._emit(CompileEvent("dynamo-reason", None, clean, kind, None, fn))
+                return reasons
+
+            wrapped.__wrapped__ = orig  # type: ignore[attr-defined]
+            cf.get_and_maybe_log_recompilation_reasons = wrapped
+            self._orig = orig
+            self.available["reasons"] = True
+
+        tap = self
+
+        class _LimitHandler(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                try:
+                    msg = record.getMessage()
+                except Exception:  # pragma: no cover
+                    return
+                if "hit config." in msg and "recompile_limit" in msg:
+                    m = re.search(r"last reason: (.*)", msg)
+                    kind, clean = parse_reason(m.group(1)) if m else ("other", "")
+                    tap._emit(CompileEvent("dynamo-limit", None, clean, kind))
+
+        self._handler = _LimitHandler(level=logging.WARNING)
+        logging.getLogger("torch._dynamo.convert_frame").addHandler(self._handler)
+        self.available["limit"] = True
+
+    def _uninstall(self) -> None:
+        try:
+            from torch._dynamo import callback as cb
+            from torch._dynamo import convert_frame as cf
+        except Exception:  # pragma: no cover
+            return
+        for lst, fn in ((cb.callback_handler.start_callbacks, self._on_start), (cb.callback_handler.end_callbacks, self._on_end)):
+            if fn in lst:
+                lst.remove(fn)
+        if self._orig is not None:
+            cf.get_and_maybe_log_recompilation_reasons = self._orig
+            self._orig = None
+        if self._handler is not None:
+            logging.getLogger("torch._dynamo.convert_frame").removeHandler(self._handler)
+            self._handler = None
+        self.available = {"callbacks": False, "reasons": False, "limit": False}
+
+
+_TAP = _DynamoTap()
+
+
+# --------------------------------------------------------------------------- backend probes
+def _xla_met() -> Any:
+    """torch_xla's metrics module if the caller already imported torch_xla, else None."""
+    if "torch_xla" not in sys.modules:
+        return None
+    try:
+        import torch_xla.debug.metrics as met
+
+        return met
+    except Exception:  # pragma: no cover
+        return None
+
+
+def _tpu_stats() -> tuple[int, int] | None:
+    """(requests, hits) of TorchTPU's compilation cache, only if torch_tpu is already loaded."""
+    if "torch_tpu" not in sys.modules:
+        return None
+    try:
+        s = torch.tpu._get_cache_stats()  # type: ignore[attr-defined]
+        return int(s.num_cache_reqs), int(s.num_cache_hits)
+    except Exception:
+        return None
+
+
+# --------------------------------------------------------------------------- the monitor
+class RecompileMonitor:
+    """Record per-step wall time, compiles, compile time and recompile reasons.
+
+    Use as a context manager (installs the Dynamo hooks; they are process-wide and
+    reference-counted, removed when the last monitor exits) and wrap each step in
+    ``with monitor.step(*inputs):``. ``sync`` (e.g. ``xlaport.target("tpu").sync``) is called
+    at the end of every step inside the timed region, so lazy/asynchronous work is counted
+    in the step that queued it. ``storm_window`` and ``storm_share`` set the verdict: a storm
+    is a compile in more than ``storm_share`` of the last ``storm_window`` steps (the very
+    first step is never counted) or a Dynamo recompile limit hit.
+    """
+
+    def __init__(
+        self,
+        name: str = "",
+        *,
+        sync: Callable[[], None] | None = None,
+        storm_window: int = 10,
+        storm_share: float = 0.3,
+    ) -> None:
+        if not isinstance(name, str):
+            raise ValueError(f"name must be a string, got {type(name).__name__}")
+        if sync is not None and not callable(sync):
+            raise ValueError("sync must be a callable that waits for queued device work, or None")
+        if not isinstance(storm_window, int) or isinstance(storm_window, bool) or storm_window < 2:
+            raise ValueError(f"storm_window must be an int >= 2, got {storm_window!r}")
+        if not isinstance(storm_share, (int, float)) or not 0 < storm_share < 1:
+            raise ValueError(f"storm_share must be a number strictly between 0 and 1, got {storm_share!r}")
+        self.name = name
+        self.sync = sync
+        self.storm_window = storm_window
+        self.storm_share = float(storm_share)
+        self.records: list[StepRecord] = []
+        self.unattributed: list[CompileEvent] = []
+        self._pending: list[CompileEvent] | None = None
+        self._active = False
+        self._keys: set[tuple[Hashable, ...]] = set()
+        self._last_key: tuple[Hashable, ...] | None = None
+        self._in_step = False
+
+    # ------------------------------------------------------------ lifecycle
+    def start(self) -> RecompileMonitor:
+        if not self._active:
+            _TAP.acquire(self._on_event)
+            self._active = True
+        return self
+
+    def close(self) -> None:
+        if self._active:
+            _TAP.release(self._on_event)
+            self._active = False
+
+    def __enter__(self) -> RecompileMonitor:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _on_event(self, ev: CompileEvent) -> None:
+        (self._pending if self._pending is not None else self.unattributed).append(ev)
+
+    @property
+    def source(self) -> str:
+        """Which signal ``compiles`` counts: ``"xla"``, ``"torch_tpu"`` or ``"dynamo"``."""
+        if _xla_met() is not None:
+            return "xla"
+        if _tpu_stats() is not None:
+            return "torch_tpu"
+        return "dynamo"
+
+    @property
+    def signals(self) -> dict[str, bool]:
+        """Which signals are available in this process right now."""
+        return {
+            "xla_metrics": _xla_met() is not None,
+            "torch_tpu_cache": _tpu_stats() is not None,
+            "dynamo_callbacks": _TAP.available["callbacks"],
+            "dynamo_reasons": _TAP.available["reasons"],
+            "dynamo_limit": _TAP.available["limit"],
+        }
+
+    # ------------------------------------------------------------ steps
+    @staticmethod
+    def _xla_read(met: Any) -> tuple[int, int, float]:
+        unc = met.counter_value("UncachedCompile") or 0
+        cac = met.counter_value("CachedCompile") or 0
+        ct = met.metric_data("CompileTime")
+        return int(unc), int(cac), (float(ct[1]) * 1e-9 if ct else 0.0)
+
+    @contextmanager
+    def step(self, *inputs: Any, key: tuple[Hashable, ...] | None = None, label: str | None = None) -> Iterator[StepRecord]:
+        """Time one step. ``inputs`` (or an explicit ``key``) name its shape key."""
+        if self._in_step:
+            raise ValueError("RecompileMonitor.step() does not nest: finish the current step first")
+        self.start()
+        if key is None and inputs:
+            key = shape_key(*inputs)
+        met = _xla_met()
+        tpu0 = _tpu_stats()
+        x0 = self._xla_read(met) if met is not None else None
+        rec = StepRecord(index=len(self.records), wall_s=0.0, compiles=0, compile_s=None, source="", key=key, label=label)
+        self._pending = []
+        self._in_step = True
+        t0 = time.perf_counter()
+        try:
+            yield rec
+            if self.sync is not None:
+                self.sync()
+        finally:
+            wall = time.perf_counter() - t0
+            self._in_step = False
+            events, self._pending = self._pending, None
+            self._finish(rec, wall, events, met, x0, tpu0)
+
+    def _finish(self, rec: StepRecord, wall: float, events: list[CompileEvent], met: Any,
+                x0: tuple[int, int, float] | None, tpu0: tuple[int, int] | None) -> None:
+        rec.wall_s = wall
+        dyn = [e for e in events if e.source == "dynamo"]
+        rec.dynamo_compiles = len(dyn)
+        rec.dynamo_compile_s = sum(e.seconds or 0.0 for e in dyn)
+        for e in events:
+            if e.source in ("dynamo-reason", "dynamo-limit") and e.reason is not None:
+                prefix = "recompile limit hit; last reason: " if e.source == "dynamo-limit" else ""
+                rec.reasons.append(prefix + e.reason)
+                rec.kinds.append(e.kind or "other")
+            if e.source == "dynamo-limit":
+                rec.limit_hit = True
+        if met is not None and x0 is not None:
+            x1 = self._xla_read(met)
+            rec.xla_compiles, rec.xla_cached = x1[0] - x0[0], x1[1] - x0[1]
+            rec.xla_compile_s = x1[2] - x0[2]
+        tpu1 = _tpu_stats() if tpu0 is not None else None
+        if tpu0 is not None and tpu1 is not None:
+            rec.tpu_cache_misses = (tpu1[0] - tpu1[1]) - (tpu0[0] - tpu0[1])
+        if rec.xla_compiles is not None:
+            rec.source, rec.compiles, rec.compile_s = "xla", rec.xla_compiles, rec.xla_compile_s
+        elif rec.tpu_cache_misses is not None:
+            rec.source, rec.compiles, rec.compile_s = "torch_tpu", rec.tpu_cache_misses, None
+        else:
+            rec.source, rec.compiles, rec.compile_s = "dynamo", rec.dynamo_compiles, rec.dynamo_compile_s
+        if rec.key is not None:
+            rec.new_key = rec.key not in self._keys
+            if rec.compiles > 0 and not rec.reasons:
+                kind, text = describe_key_change(self._last_key, rec.key) if rec.new_key else (
+                    "graph", "shape key seen before: the traced graph changed (a baked-in constant, a view offset, other ops)")
+                rec.reasons.append(f"[inferred] {text}")
+                rec.kinds.append(kind)
+            self._keys.add(rec.key)
+            self._last_key = rec.key
+        elif rec.compiles > 0 and not rec.reasons:
+            rec.reasons.append(f"[{rec.source}] compiled a new program (no inputs given to name the shape key)")
+            rec.kinds.append("other")
+        self.records.append(rec)
+
+    # ------------------------------------------------------------ reports
+    def reset(self) -> None:
+        """Forget recorded steps (hooks stay installed)."""
+        self.records.clear()
+        self.unattributed.clear()
+        self._keys.clear()
+        self._last_key = None
+
+    def summary(self) -> Summary:
+        recs = self.records
+        compile_recs = [r for r in recs if r.compiled]
+        steady = [r.wall_s for r in recs if not r.compiled]
+        steady_med = statistics.median(steady) if steady else math.nan
+        first = compile_recs[0].wall_s if compile_recs else math.nan
+        cs = [r.compile_s for r in recs]
+        v = self.verdict()
+        return Summary(
+            steps=len(recs),
+            compiles=sum(r.compiles for r in recs),
+            compile_steps=len(compile_recs),
+            compile_s=None if any(c is None for c in cs) or not recs else float(sum(c for c in cs if c is not None)),
+            wall_s=float(sum(r.wall_s for r in recs)),
+            first_compile_step_s=float(first),
+            steady_median_s=float(steady_med),
+            ratio=float(first / steady_med) if steady and compile_recs and steady_med > 0 else math.nan,
+            distinct_keys=len({r.key for r in recs if r.key is not None}),
+            dynamo_compiles=sum(r.dynamo_compiles for r in recs),
+            recompile_limit_hit=any(r.limit_hit for r in recs) or any(e.source == "dynamo-limit" for e in self.unattributed),
+            source=recs[-1].source if recs else self.source,
+            storm=v.storm,
+            verdict=v.reason,
+        )
+
+    def verdict(self) -> Verdict:
+        limit = [r for r in self.records if r.limit_hit]
+        if limit or any(e.source == "dynamo-limit" for e in self.unattributed):
+            where = f" at step {limit[0].index}" if limit else ""
+            return Verdict(True, f"storm: Dynamo recompile limit hit{where}; the frame now runs uncompiled (eager)")
+        recent = self.records[1:][-self.storm_window:]
+        if len(recent) < 2:
+            return Verdict(False, "too few steps to judge")
+        n = sum(1 for r in recent if r.compiled)
+        share = n / len(recent)
+        if share > self.storm_share and n >= 2:
+            return Verdict(True, f"storm: {n} of the last {len(recent)} steps compiled ({share:.0%} > {self.storm_share:.0%})")
+        return Verdict(False, f"no storm: {n} of the last {len(recent)} steps compiled")
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [r.row() for r in self.records]
+
+    def table(self, max_rows: int | None = 40, reasons: bool = True) -> str:
+        """A plain-text table, one line per step (compile steps marked ``*``)."""
+        if max_rows is not None and (not isinstance(max_rows, int) or max_rows < 1):
+            raise ValueError(f"max_rows must be a positive int or None, got {max_rows!r}")
+        head = f"{'step':>4} {'':1} {'wall ms':>10} {'compiles':>8} {'compile s':>9} {'dynamo':>6}  {'shape key':<28}" + ("  reason" if reasons else "")
+        lines = [head, "-" * len(head)]
+        recs = self.records if max_rows is None else self.records[:max_rows]
+        for r in recs:
+            cs = "" if r.compile_s is None else f"{r.compile_s:.3f}"
+            line = (f"{r.index:>4} {'*' if r.compiled else '':1} {r.wall_s * 1e3:>10.2f} {r.compiles:>8} {cs:>9} "
+                    f"{r.dynamo_compiles:>6}  {_fmt_key(r.key)[:28]:<28}")
+            if reasons and r.reasons:
+                line += "  " + r.reasons[0][:90] + (f" (+{len(r.reasons) - 1})" if len(r.reasons) > 1 else "")
+            lines.append(line.rstrip())
+        if max_rows is not None and len(self.records) > max_rows:
+            lines.append(f"... {len(self.records) - max_rows} more steps")
+        return "\n".join(lines)
+
+    def plot(self, ax: Any = None, label: str | None = None, color: str | None = None, logy: bool = True) -> Any:
+        """Step wall time per step, compile steps marked with red dots. Returns the Axes."""
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots(figsize=(8, 3.2))
+        xs = [r.index for r in self.records]
+        ys = [r.wall_s * 1e3 for r in self.records]
+        lab = label or self.name or "steps"
+        (line,) = ax.plot(xs, ys, marker=".", lw=1, color=color, label=lab)
+        cx = [r.index for r in self.records if r.compiled]
+        cy = [r.wall_s * 1e3 for r in self.records if r.compiled]
+        if cx:
+            ax.scatter(cx, cy, s=40, facecolors="none", edgecolors="red", linewidths=1.5, zorder=3,
+                       label=f"{lab}: compiled ({len(cx)})")
+        if logy:
+            ax.set_yscale("log")
+        ax.set_xlabel("step")
+        ax.set_ylabel("step wall time (ms)")
+        ax.legend(loc="best", fontsize=8)
+        return ax
+
+    def measure_overhead(self, n: int = 200, inputs: Sequence[Any] = ()) -> float:
+        """Seconds the monitor itself adds to one step (mean of ``n`` empty monitored steps).
+
+        The empty steps run the full bookkeeping (backend counter reads at entry and exit,
+        the shape key of ``inputs``, the record) without ``sync``; their records are
+        discarded afterwards, so the monitor's history is unchanged.
+        """
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"n must be a positive int, got {n!r}")
+        saved = (list(self.records), set(self._keys), self._last_key, self.sync)
+        self.sync = None
+        try:
+            t0 = time.perf_counter()
+            for _ in range(n):
+                with self.step(*inputs):
+                    pass
+            return (time.perf_counter() - t0) / n
+        finally:
+            self.records[:] = saved[0]
+            self._keys, self._last_key, self.sync = saved[1], saved[2], saved[3]
