@@ -14,6 +14,7 @@ Steps:
 from __future__ import annotations
 
 import argparse
+import importlib
 import shutil
 import subprocess
 import sys
@@ -26,6 +27,11 @@ EXECUTED = ROOT / "_build" / "executed" / "notebooks"
 STAGE = ROOT / "_build" / "site"
 SOURCES = ["_config.yml", "_toc.yml", "references.bib", "book", "_static"]
 SKIP_TAGS = {"skip-execution", "remove-cell"}
+# Reference pages rendered from the toolkit's data files at build time (never typed by hand):
+# book/generated/<name>.md <- "module:function" returning the page's MyST markdown.
+GENERATED = {
+    "target_rules": "xlaport.profiles:rules_markdown",
+}
 
 
 def check_executed(src: Path, done: Path) -> list[str]:
@@ -58,6 +64,11 @@ def stage() -> None:
             shutil.copytree(src, STAGE / name)
         elif src.exists():
             shutil.copy2(src, STAGE / name)
+    generated = STAGE / "book" / "generated"
+    generated.mkdir(parents=True, exist_ok=True)
+    for page, spec in GENERATED.items():
+        module, func = spec.split(":")
+        (generated / f"{page}.md").write_text(getattr(importlib.import_module(module), func)())
     shutil.copytree(EXECUTED, STAGE / "notebooks")
     for extra in (ROOT / "notebooks").iterdir():  # images or data next to the notebooks
         if extra.suffix != ".ipynb" and not extra.name.startswith("."):

@@ -14,7 +14,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-__all__ = ["Rule", "Profile", "profile", "profile_names"]
+__all__ = ["Rule", "Profile", "profile", "profile_names", "rules_markdown"]
 
 _KINDS = {"compile_default", "compile_reject", "compile_ignore", "amp_dtype", "device_api", "note", "guard", "missing_op"}
 
@@ -107,3 +107,27 @@ def profile(name: str) -> Profile:
     if name not in profiles:
         raise ValueError(f"unknown target {name!r}; choose one of: {', '.join(profiles)}")
     return profiles[name]
+
+
+def rules_markdown() -> str:
+    """The reference page listing every target's rules with their sources (rendered at build time)."""
+    lines = [
+        "# Target rules",
+        "",
+        "**Every behaviour the emulated targets reproduce, and every documented difference the book relies on, "
+        "is one rule in `src/xlaport/data/profiles.toml`, with its source.** This page is generated from that "
+        "file when the site is built; `xlaport target NAME --rules` prints the same list.",
+        "",
+    ]
+    for p in _load().values():
+        lines += [f"## `{p.name}`: {p.title}", ""]
+        if not p.rules:
+            lines += ["No rules beyond plain PyTorch.", ""]
+            continue
+        lines += ["| rule | kind | behaviour | source |", "|---|---|---|---|"]
+        for r in p.rules:
+            summary = r.summary.replace("|", "\\|")
+            source = r.source.replace("|", "\\|")
+            lines.append(f"| `{r.id}` | {r.kind} | {summary} | {source} |")
+        lines.append("")
+    return "\n".join(lines)

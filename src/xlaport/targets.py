@@ -127,7 +127,12 @@ class Target:
                 warnings.warn(f"{self.name}: {rule.key}={kwargs[rule.key]!r} ignored ({rule.summary})", stacklevel=2)
                 kwargs.pop(rule.key)
         opts = {**self.profile.compile_defaults, **kwargs}
-        opts["backend"] = self._backend_for(opts.get("backend", self.backend))
+        requested = opts.get("backend", self.backend)
+        opts["backend"] = self._backend_for(requested)
+        if self.emulated and requested == self.profile.compile_backend and self.profile.has("storage-offset-guard"):
+            from .guards import with_storage_offset_guards  # the real backend installs these itself
+
+            opts["backend"] = with_storage_offset_guards(opts["backend"])
         if opts["backend"] != "inductor":
             opts.pop("mode", None)  # only Inductor understands mode=
         return torch.compile(fn, **opts)
@@ -159,6 +164,23 @@ class Target:
             return contextlib.nullcontext()
         return torch.autocast(device_type=self.autocast_device_type, dtype=dtype)
 
+    def compiles(self) -> int | None:
+        """Programs compiled so far on this device (cache misses), or None where the backend does not say.
+
+        XLA (emulated targets): torch_xla's ``UncachedCompile`` counter. Real TPU:
+        TorchTPU's compilation-cache misses (``torch.tpu._get_cache_misses()``).
+        """
+        if self.on_xla:
+            import torch_xla.debug.metrics as met
+
+            return int(met.counter_value("UncachedCompile") or 0)
+        if self.device.type == "tpu" and not self.emulated:
+            try:
+                return int(torch.tpu._get_cache_misses())  # type: ignore[attr-defined]
+            except Exception:
+                return None
+        return None
+
     def manual_seed(self, seed: int) -> None:
         """Seed torch's generators for this target (host and device)."""
         torch.manual_seed(seed)
@@ -166,6 +188,11 @@ class Target:
             import torch_xla.core.xla_model as xm
 
             xm.set_rng_state(seed)
+
+
+def _real_device(device_type: str) -> torch.device:
+    """The device of a real accelerator whose backend has registered itself (tpu, neuron)."""
+    return torch.device(device_type)
 
 
 def _cuda_target(p: Profile) -> Target:
@@ -194,7 +221,7 @@ def _tpu_target(p: Profile, allow_emulation: bool) -> Target:
         import torch_tpu  # noqa: F401  (registers the 'tpu' device)
 
         gens = sorted({c.generation for c in chips})
-        return Target("tpu", torch.device("tpu"), False, p, p.compile_backend, f"real TPU {'/'.join(gens)}, {len(chips)} chip(s)")
+        return Target("tpu", _real_device("tpu"), False, p, p.compile_backend, f"real TPU {'/'.join(gens)}, {len(chips)} chip(s)")
     if not allow_emulation:
         raise RuntimeError("no TPU found by PCI scan (Google vendor 0x1ae0 behind VFIO)")
     return _emulated("tpu", p)
@@ -203,7 +230,7 @@ def _tpu_target(p: Profile, allow_emulation: bool) -> Target:
 def _neuron_target(p: Profile, allow_emulation: bool) -> Target:
     devs = detect.neuron_devices()
     if devs and detect.neuron_importable():
-        return Target("neuron", torch.device("neuron"), False, p, p.compile_backend, f"real Trainium, {len(devs)} Neuron device(s)")
+        return Target("neuron", _real_device("neuron"), False, p, p.compile_backend, f"real Trainium, {len(devs)} Neuron device(s)")
     if not allow_emulation:
         raise RuntimeError("no Trainium found (/dev/neuron* with torch_neuronx installed)")
     return _emulated("neuron", p)

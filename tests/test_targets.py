@@ -1,0 +1,173 @@
+"""Target selection for every case (detection monkeypatched), compile rules, and the no-libtpu guarantee."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import types
+import warnings
+
+import pytest
+import torch
+
+from xlaport import detect, targets
+from xlaport.targets import target
+
+
+@pytest.fixture
+def nothing(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """A machine with no accelerator of any kind."""
+    monkeypatch.setattr(detect, "tpu_chips", lambda *a, **k: [])
+    monkeypatch.setattr(detect, "neuron_devices", lambda *a, **k: [])
+    monkeypatch.setattr(detect, "neuron_importable", lambda: False)
+    monkeypatch.setattr(detect, "cuda_available", lambda: False)
+    return monkeypatch
+
+
+@pytest.fixture
+def emulator(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Stand in for the XLA device so selection tests do not import torch_xla."""
+    calls: list[str] = []
+
+    def fake() -> torch.device:
+        calls.append("xla")
+        return torch.device("cpu")
+
+    monkeypatch.setattr(targets, "xla_device", fake)
+    return calls
+
+
+def test_auto_on_a_plain_machine_is_cpu(nothing: pytest.MonkeyPatch) -> None:
+    t = target("auto")
+    assert (t.name, t.device.type, t.emulated) == ("cpu", "cpu", False)
+
+
+def test_auto_prefers_tpu_then_neuron_then_cuda(nothing: pytest.MonkeyPatch) -> None:
+    chip = detect.TpuChip("0000:00:04.0", "v6e", "7")
+    nothing.setattr(targets, "_real_device", lambda kind: torch.device("meta"))
+    nothing.setitem(sys.modules, "torch_tpu", types.ModuleType("torch_tpu"))  # what a TPU VM would import
+    nothing.setattr(detect, "cuda_available", lambda: True)
+    nothing.setattr(torch.cuda, "get_device_name", lambda i=0: "FakeGPU")
+    assert (target("auto").name, target("auto").emulated) == ("cuda", False)
+    nothing.setattr(detect, "neuron_devices", lambda *a, **k: ["/dev/neuron0"])
+    nothing.setattr(detect, "neuron_importable", lambda: True)
+    assert (target("auto").name, target("auto").emulated) == ("neuron", False)
+    nothing.setattr(detect, "tpu_chips", lambda *a, **k: [chip])
+    t = target("auto")
+    assert (t.name, t.emulated, t.backend) == ("tpu", False, "tpu")
+    assert "v6e" in t.banner() and "(real)" in t.banner()
+
+
+def test_neuron_devices_without_torch_neuronx_are_not_used(nothing: pytest.MonkeyPatch, emulator: list[str]) -> None:
+    nothing.setattr(detect, "neuron_devices", lambda *a, **k: ["/dev/neuron0"])
+    assert target("auto").name == "cpu"
+    t = target("neuron")
+    assert t.emulated and emulator == ["xla"]
+
+
+def test_tpu_and_neuron_are_emulated_without_hardware(nothing: pytest.MonkeyPatch, emulator: list[str]) -> None:
+    for name in ("tpu", "neuron"):
+        t = target(name)
+        assert t.emulated and t.name == name and t.backend == "openxla"
+        assert "(emulated)" in t.banner() and t.profile.name == name
+    assert emulator == ["xla", "xla"]
+
+
+def test_emulation_can_be_refused(nothing: pytest.MonkeyPatch) -> None:
+    with pytest.raises(RuntimeError, match="no TPU found"):
+        target("tpu", allow_emulation=False)
+    with pytest.raises(RuntimeError, match="no Trainium found"):
+        target("neuron", allow_emulation=False)
+
+
+def test_cuda_without_a_gpu_runs_on_cpu_and_says_so(nothing: pytest.MonkeyPatch) -> None:
+    t = target("cuda")
+    assert t.device.type == "cpu" and t.emulated
+    assert "no CUDA device" in t.banner()
+
+
+@pytest.mark.parametrize("bad", ["gpu", "", "TPU v6e", None, 3])
+def test_unknown_target_is_a_one_line_error(bad: object) -> None:
+    with pytest.raises(ValueError, match="unknown target") as e:
+        target(bad)  # type: ignore[arg-type]
+    assert "\n" not in str(e.value)
+
+
+def test_target_names_are_case_insensitive(nothing: pytest.MonkeyPatch) -> None:
+    assert target("CPU").name == "cpu"
+
+
+def test_tpu_compile_rejects_dynamic_true_with_torchtpus_message(nothing: pytest.MonkeyPatch, emulator: list[str]) -> None:
+    t = target("tpu")
+    with pytest.raises(NotImplementedError, match=r"TPU backend does not support torch.compile\(\.\.\., dynamic=True"):
+        t.compile(lambda x: x, dynamic=True)
+
+
+def test_compile_applies_profile_defaults(nothing: pytest.MonkeyPatch, emulator: list[str]) -> None:
+    seen: dict[str, object] = {}
+
+    def fake_compile(fn: object, **kw: object) -> object:
+        backend = kw["backend"]   # a wrapped backend (e.g. storage-offset guards) names what it wraps
+        kw["backend"] = getattr(backend, "inner_name", backend)
+        seen.update(kw)
+        return fn
+
+    nothing.setattr(torch, "compile", fake_compile)
+    target("tpu").compile(lambda x: x)
+    assert seen == {"backend": "openxla", "dynamic": False}
+    seen.clear()
+    target("tpu").compile(lambda x: x, dynamic=None)          # the caller's choice wins where allowed
+    assert seen["dynamic"] is None
+    seen.clear()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        target("neuron").compile(lambda x: x, mode="max-autotune")
+    assert seen == {"backend": "openxla", "fullgraph": True, "dynamic": False}
+    assert any("mode='max-autotune' ignored" in str(x.message) for x in w)
+    seen.clear()
+    target("cpu").compile(lambda x: x, mode="reduce-overhead")
+    assert seen == {"backend": "inductor", "mode": "reduce-overhead"}
+
+
+def test_detection_here_never_touches_torch_tpu_libtpu_or_the_network() -> None:
+    """On this machine (no TPU): resolving every target imports neither torch_tpu nor libtpu, opens no socket."""
+    code = textwrap.dedent(
+        """
+        import socket, sys
+        def no_network(*a, **k):
+            raise AssertionError("network access attempted")
+        socket.socket.connect = no_network
+        socket.create_connection = no_network
+        import xlaport
+        from xlaport import detect
+        assert detect.tpu_chips() == [], "this test expects a machine without a TPU"
+        for name in ("auto", "cpu", "cuda", "tpu", "neuron"):
+            xlaport.target(name)
+        bad = sorted(m for m in sys.modules if m.split(".")[0] in ("torch_tpu", "libtpu"))
+        assert not bad, bad
+        print("clean")
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "clean" in out.stdout, out.stderr[-2000:]
+
+
+def test_emulated_target_really_compiles_on_xla() -> None:
+    """End to end in a subprocess: an emulated tpu target compiles one program per shape, counted."""
+    code = textwrap.dedent(
+        """
+        import torch, xlaport
+        t = xlaport.target("tpu")
+        f = t.compile(lambda x: (x * 2).sum())
+        before = t.compiles()
+        for n in (4, 4, 8):
+            f(torch.ones(n, device=t.device)); t.sync()
+        print("compiles", t.compiles() - before, t.device.type)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    line = [l for l in out.stdout.splitlines() if l.startswith("compiles")][0]
+    n, dev = int(line.split()[1]), line.split()[2]
+    assert dev == "xla" and n >= 2, line     # shapes 4 and 8 need two programs
