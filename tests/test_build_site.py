@@ -1,0 +1,75 @@
+"""The site build refuses executed copies that would render wrong: unexecuted cells, errors, stale copies."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import nbformat
+import pytest
+
+_spec = importlib.util.spec_from_file_location("build_site", Path(__file__).resolve().parents[1] / "scripts" / "build_site.py")
+build_site = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(build_site)  # type: ignore[union-attr]
+
+
+def _write(path: Path, cells: list[nbformat.NotebookNode]) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = cells
+    nbformat.write(nb, path)
+    return path
+
+
+def _ran(src: str, n: int, outputs: list | None = None, tags: list[str] | None = None) -> nbformat.NotebookNode:
+    c = nbformat.v4.new_code_cell(src, execution_count=n, outputs=outputs or [])
+    if tags:
+        c.metadata["tags"] = tags
+    return c
+
+
+@pytest.fixture
+def src(tmp_path: Path) -> Path:
+    return _write(tmp_path / "src.ipynb", [nbformat.v4.new_code_cell("x = 1")])
+
+
+def _done(tmp_path: Path, src: Path, cells: list[nbformat.NotebookNode]) -> Path:
+    out = _write(tmp_path / "done.ipynb", cells)
+    os.utime(out, (src.stat().st_mtime + 10, src.stat().st_mtime + 10))
+    return out
+
+
+def test_sound_copy_passes(tmp_path: Path, src: Path) -> None:
+    assert build_site.check_executed(src, _done(tmp_path, src, [_ran("x = 1", 1)])) == []
+
+
+def test_missing_copy(tmp_path: Path, src: Path) -> None:
+    assert "no executed copy" in build_site.check_executed(src, tmp_path / "nope.ipynb")[0]
+
+
+def test_unexecuted_cell_fails_unless_skipped(tmp_path: Path, src: Path) -> None:
+    cells = [nbformat.v4.new_code_cell("x = 1")]
+    assert "not executed" in build_site.check_executed(src, _done(tmp_path, src, cells))[0]
+    skipped = nbformat.v4.new_code_cell("x = 1")
+    skipped.metadata["tags"] = ["skip-execution"]
+    assert build_site.check_executed(src, _done(tmp_path, src, [skipped])) == []
+
+
+def test_error_output_fails_unless_expected(tmp_path: Path, src: Path) -> None:
+    err = [nbformat.v4.new_output("error", ename="ValueError", evalue="boom", traceback=[])]
+    assert "shows an error" in build_site.check_executed(src, _done(tmp_path, src, [_ran("raise", 1, err)]))[0]
+    ok = [_ran("raise", 1, err, tags=["raises-exception"])]
+    assert build_site.check_executed(src, _done(tmp_path, src, ok)) == []
+
+
+def test_stale_copy_fails(tmp_path: Path, src: Path) -> None:
+    out = _write(tmp_path / "done.ipynb", [_ran("x = 1", 1)])
+    os.utime(out, (src.stat().st_mtime - 10, src.stat().st_mtime - 10))
+    assert "older than the notebook" in build_site.check_executed(src, out)[0]
+
+
+def test_generated_pages_resolve() -> None:
+    for page, spec in build_site.GENERATED.items():
+        module, func = spec.split(":")
+        text = getattr(importlib.import_module(module), func)()
+        assert text.startswith("# "), f"{page}: generated page must start with a title"
