@@ -36,7 +36,8 @@ GENERATED = {
 
 def check_executed(src: Path, done: Path) -> list[str]:
     if not done.exists():
-        return [f"{src.name}: no executed copy at {done.relative_to(ROOT)} (run 'make notebooks' or 'make test' first)"]
+        where = done.relative_to(ROOT) if done.is_relative_to(ROOT) else done
+        return [f"{src.name}: no executed copy at {where} (run 'make notebooks' or 'make test' first)"]
     problems = []
     if done.stat().st_mtime < src.stat().st_mtime:
         problems.append(f"{src.name}: executed copy is older than the notebook (run it again)")
