@@ -7,6 +7,7 @@ Modules, one concept each:
 - :mod:`xlaport.detect`   — find real accelerators without starting them
 - :mod:`xlaport.recompile` — per-step compiles, compile time and recompile reasons; storm verdict
 - :mod:`xlaport.buckets`  — pad variable lengths to a few buckets (with attention masks) to stop recompiles
+- :mod:`xlaport.guards`   — TorchTPU's storage-offset guard, applied on the emulated ``tpu`` target
 """
 
 from .profiles import Profile, Rule, profile
