@@ -34,6 +34,7 @@ __all__ = [
     "tokens_per_s_per_chip_for_usd_per_million_tokens", "usd_per_item", "items_per_usd",
     "train_time_s", "train_cost_usd",
     "monthly_compute_usd", "one_time_usd", "break_even_months", "decide", "sensitivity",
+    "break_even_current_usd_per_chip_hour", "relative_rounding",
 ]
 
 DATA_FILE = "hardware.toml"
@@ -388,7 +389,10 @@ class Side:
 @dataclass(frozen=True)
 class Migration:
     """Effort to move: kernels to rewrite (Pallas/NKI), porting and recompile work, validation,
-    all in person-weeks at a loaded cost, plus the team's lost velocity while it happens."""
+    all in person-weeks at a loaded cost, plus the team's lost velocity while it happens.
+
+    ``ongoing_person_weeks_per_month`` is the recurring extra: kernels that a team on a frontier
+    architecture keeps writing, now twice (or in Pallas/NKI instead of Triton/CUDA)."""
 
     kernels: float = 0
     person_weeks_per_kernel: float = 2.0
@@ -398,10 +402,11 @@ class Migration:
     team_size: float = 1
     velocity_loss: float = 0.0
     disruption_weeks: float = 0.0
+    ongoing_person_weeks_per_month: float = 0.0
 
     def __post_init__(self) -> None:
         for k in ("kernels", "person_weeks_per_kernel", "port_person_weeks", "validation_person_weeks",
-                  "team_size", "disruption_weeks"):
+                  "team_size", "disruption_weeks", "ongoing_person_weeks_per_month"):
             _non_negative(k, getattr(self, k))
         _positive("usd_per_person_week", self.usd_per_person_week)
         _unit_interval("velocity_loss", self.velocity_loss)
@@ -413,6 +418,10 @@ class Migration:
     @property
     def lost_velocity_person_weeks(self) -> float:
         return self.team_size * self.velocity_loss * self.disruption_weeks
+
+    @property
+    def ongoing_usd_per_month(self) -> float:
+        return self.ongoing_person_weeks_per_month * self.usd_per_person_week
 
 
 def monthly_compute_usd(flop_per_month: float, side: Side) -> float:
@@ -436,8 +445,11 @@ def break_even_months(one_time_usd: float, monthly_saving_usd: float) -> float:
 
 @dataclass(frozen=True)
 class Decision:
+    """The outcome of :func:`decide`; ``monthly_saving_usd`` is net of ongoing engineering."""
+
     current_monthly_usd: float
     proposed_monthly_usd: float
+    ongoing_usd_per_month: float
     monthly_saving_usd: float
     one_time_usd: float
     break_even_months: float
@@ -457,10 +469,37 @@ def decide(flop_per_month: float, current: Side, proposed: Side, migration: Migr
     cur = monthly_compute_usd(flop_per_month, current)
     new = monthly_compute_usd(flop_per_month, proposed)
     once = one_time_usd(migration)
-    saving = cur - new
-    return Decision(current_monthly_usd=cur, proposed_monthly_usd=new, monthly_saving_usd=saving,
+    saving = cur - new - migration.ongoing_usd_per_month
+    return Decision(current_monthly_usd=cur, proposed_monthly_usd=new,
+                    ongoing_usd_per_month=migration.ongoing_usd_per_month, monthly_saving_usd=saving,
                     one_time_usd=once, break_even_months=break_even_months(once, saving), horizon_months=h,
                     net_over_horizon_usd=saving * h - once)
+
+
+def break_even_current_usd_per_chip_hour(flop_per_month: float, current: Side, proposed: Side,
+                                         migration: Migration, horizon_months: float = 24) -> float:
+    """The current side's price per chip-hour at which migrating nets exactly zero over the horizon.
+
+    Pay less than this now and staying is cheaper; pay more and the move wins.
+    """
+    h = _positive("horizon_months", horizon_months)
+    needed = (monthly_compute_usd(flop_per_month, proposed) + migration.ongoing_usd_per_month
+              + one_time_usd(migration) / h)
+    return needed / monthly_compute_usd(flop_per_month, current) * current.usd_per_chip_hour
+
+
+def relative_rounding(x: float) -> float:
+    """Half a unit in the last significant digit of ``x``, relative to ``x`` (918e12 -> 0.5/918).
+
+    Used as the tolerance when a published total is compared with a product of rounded figures.
+    """
+    v = _number("x", x)
+    if v == 0:
+        raise ValueError("x must be non-zero")
+    mantissa, _, exp = f"{abs(v):.12e}".partition("e")
+    digits = mantissa.replace(".", "").rstrip("0") or "0"
+    unit = 10.0 ** (int(exp) - (len(digits) - 1))
+    return 0.5 * unit / abs(v)
 
 
 def sensitivity(flop_per_month: float, current: Side, proposed: Side, migration: Migration,

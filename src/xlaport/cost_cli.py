@@ -155,16 +155,21 @@ def _breakeven_cmd(args: argparse.Namespace) -> int:
                        usd_per_person_week=_num("--usd-per-person-week", args.usd_per_person_week),
                        team_size=_num("--team", args.team),
                        velocity_loss=cost._unit_interval("--velocity-loss", args.velocity_loss),
-                       disruption_weeks=_num("--disruption-weeks", args.disruption_weeks))
-    d = cost.decide(flop_per_month, current, proposed, m, _num("--horizon-months", args.horizon_months))
+                       disruption_weeks=_num("--disruption-weeks", args.disruption_weeks),
+                       ongoing_person_weeks_per_month=_num("--ongoing-weeks-per-month", args.ongoing_weeks_per_month))
+    horizon = _num("--horizon-months", args.horizon_months)
+    d = cost.decide(flop_per_month, current, proposed, m, horizon)
+    p_star = cost.break_even_current_usd_per_chip_hour(flop_per_month, current, proposed, m, horizon)
     be = "never (no monthly saving)" if math.isinf(d.break_even_months) else f"{d.break_even_months:.1f} months"
     _table([("current", f"{fleet:g} x {cur_chip.name} at ${cur_price:.2f}/h ({cur_how}), MFU {current.mfu:.0%}"),
             ("proposed", f"{new_chip.name} at ${new_price:.2f}/h ({new_how}), MFU {proposed.mfu:.0%}"),
             ("compute per month now", f"${d.current_monthly_usd:,.0f}"),
             ("compute per month after", f"${d.proposed_monthly_usd:,.0f}"),
+            ("extra engineering per month", f"${d.ongoing_usd_per_month:,.0f}"),
             ("saving per month", f"${d.monthly_saving_usd:,.0f}"),
             ("one-time cost", f"${d.one_time_usd:,.0f}"), ("break-even", be),
             (f"net over {d.horizon_months:g} months", f"${d.net_over_horizon_usd:,.0f}"),
+            ("stay if you pay under", f"${p_star:.2f} per {cur_chip.name} hour"),
             ("verdict", "migrate" if d.migrate else "stay")])
     return 0
 
@@ -241,6 +246,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     b.add_argument("--team", default=1, help="people whose velocity drops during the move (default 1)")
     b.add_argument("--velocity-loss", default=0.0, help="fraction of their velocity lost (default 0)")
     b.add_argument("--disruption-weeks", default=0.0, help="weeks the loss lasts (default 0)")
+    b.add_argument("--ongoing-weeks-per-month", default=0.0,
+                   help="extra person-weeks a month after the move (new kernels written twice; default 0)")
     b.add_argument("--horizon-months", default=24, help="months to total over (default 24)")
     b.set_defaults(func=_breakeven_cmd)
 
