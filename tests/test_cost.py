@@ -126,6 +126,9 @@ def test_sensitivity_moves_the_right_way() -> None:
     assert by[("proposed price", 0.8)] > base > by[("proposed price", 1.25)]   # a discount helps
     assert by[("proposed MFU", 1.25)] > base > by[("proposed MFU", 0.8)]
     assert by[("current MFU", 1.25)] < base                                     # a better GPU run helps staying
+    assert by[("engineering cost", 1.25)] < base < by[("engineering cost", 0.8)]
+    # one-time cost = 5 kernels * 2 + 4 + 4 = 18 person-weeks * $5,000 = $90,000; +25% costs $22,500 more
+    assert by[("engineering cost", 1.0 * 1.25)] == pytest.approx(base - 22_500)
 
 
 def test_relative_rounding() -> None:

@@ -507,8 +507,9 @@ def sensitivity(flop_per_month: float, current: Side, proposed: Side, migration:
     """How the decision moves when one input changes by each factor, the others held.
 
     Inputs varied: utilisation on each side, MFU on each side, the proposed side's price (a
-    discount is a factor < 1). Fractions are capped at 1. Returns rows with ``input``,
-    ``factor``, ``value``, ``break_even_months``, ``net_over_horizon_usd``.
+    discount is a factor < 1), and the engineering cost (every person-week, one-time and
+    ongoing). Fractions are capped at 1. Returns rows with ``input``, ``factor``, ``value``,
+    ``break_even_months``, ``net_over_horizon_usd``.
     """
     base = decide(flop_per_month, current, proposed, migration, horizon_months)
     rows: list[dict[str, Any]] = [{"input": "baseline", "factor": 1.0, "value": float("nan"),
@@ -529,4 +530,9 @@ def sensitivity(flop_per_month: float, current: Side, proposed: Side, migration:
                        changed if which == "proposed" else proposed, migration, horizon_months)
             rows.append({"input": label, "factor": f, "value": v, "break_even_months": d.break_even_months,
                          "net_over_horizon_usd": d.net_over_horizon_usd})
+    for f in factors:
+        m = replace(migration, usd_per_person_week=migration.usd_per_person_week * f)
+        d = decide(flop_per_month, current, proposed, m, horizon_months)
+        rows.append({"input": "engineering cost", "factor": f, "value": m.usd_per_person_week,
+                     "break_even_months": d.break_even_months, "net_over_horizon_usd": d.net_over_horizon_usd})
     return rows
