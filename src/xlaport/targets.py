@@ -207,6 +207,10 @@ def _cuda_target(p: Profile) -> Target:
 
 def _emulated(name: str, p: Profile) -> Target:
     device = xla_device()
+    for rule in p.of_kind("missing_op") if device.type == "xla" else ():  # missing-op behaviour (xlaport.ops)
+        from .ops import emulate_missing_ops
+
+        emulate_missing_ops(rule)
     return Target(
         name, device, True, p, EMULATOR_BACKEND,
         f"emulated on torch_xla XLA:CPU (PJRT_DEVICE={os.environ.get('PJRT_DEVICE')}), "
