@@ -364,6 +364,7 @@ class _DynamoTap:
 
 
 _TAP = _DynamoTap()
+_SOURCES: tuple[str, ...] = ("auto", "xla", "torch_tpu", "dynamo")
 
 
 # --------------------------------------------------------------------------- backend probes
@@ -400,7 +401,9 @@ class RecompileMonitor:
     at the end of every step inside the timed region, so lazy/asynchronous work is counted
     in the step that queued it. ``storm_window`` and ``storm_share`` set the verdict: a storm
     is a compile in more than ``storm_share`` of the last ``storm_window`` steps (the very
-    first step is never counted) or a Dynamo recompile limit hit.
+    first step is never counted) or a Dynamo recompile limit hit. ``source`` picks the signal
+    that ``compiles`` counts (``"auto"``: XLA if torch_xla is loaded, else TorchTPU, else Dynamo;
+    pass ``"dynamo"`` to count Dynamo frame compiles of CPU tensors in a torch_xla process).
     """
 
     def __init__(
@@ -410,6 +413,7 @@ class RecompileMonitor:
         sync: Callable[[], None] | None = None,
         storm_window: int = 10,
         storm_share: float = 0.3,
+        source: str = "auto",
     ) -> None:
         if not isinstance(name, str):
             raise ValueError(f"name must be a string, got {type(name).__name__}")
@@ -419,8 +423,11 @@ class RecompileMonitor:
             raise ValueError(f"storm_window must be an int >= 2, got {storm_window!r}")
         if not isinstance(storm_share, (int, float)) or not 0 < storm_share < 1:
             raise ValueError(f"storm_share must be a number strictly between 0 and 1, got {storm_share!r}")
+        if source not in _SOURCES:
+            raise ValueError(f"source must be one of {', '.join(_SOURCES)}, got {source!r}")
         self.name = name
         self.sync = sync
+        self._source = source
         self.storm_window = storm_window
         self.storm_share = float(storm_share)
         self.records: list[StepRecord] = []
@@ -455,6 +462,8 @@ class RecompileMonitor:
     @property
     def source(self) -> str:
         """Which signal ``compiles`` counts: ``"xla"``, ``"torch_tpu"`` or ``"dynamo"``."""
+        if self._source != "auto":
+            return self._source
         if _xla_met() is not None:
             return "xla"
         if _tpu_stats() is not None:
@@ -490,6 +499,10 @@ class RecompileMonitor:
             key = shape_key(*inputs)
         met = _xla_met()
         tpu0 = _tpu_stats()
+        if self._source == "xla" and met is None:
+            raise ValueError("source='xla' but torch_xla is not imported in this process")
+        if self._source == "torch_tpu" and tpu0 is None:
+            raise ValueError("source='torch_tpu' but torch_tpu is not imported in this process")
         x0 = self._xla_read(met) if met is not None else None
         rec = StepRecord(index=len(self.records), wall_s=0.0, compiles=0, compile_s=None, source="", key=key, label=label)
         self._pending = []
@@ -525,9 +538,12 @@ class RecompileMonitor:
         tpu1 = _tpu_stats() if tpu0 is not None else None
         if tpu0 is not None and tpu1 is not None:
             rec.tpu_cache_misses = (tpu1[0] - tpu1[1]) - (tpu0[0] - tpu0[1])
-        if rec.xla_compiles is not None:
+        want = self._source
+        if want == "dynamo":
+            rec.source, rec.compiles, rec.compile_s = "dynamo", rec.dynamo_compiles, rec.dynamo_compile_s
+        elif rec.xla_compiles is not None and want in ("auto", "xla"):
             rec.source, rec.compiles, rec.compile_s = "xla", rec.xla_compiles, rec.xla_compile_s
-        elif rec.tpu_cache_misses is not None:
+        elif rec.tpu_cache_misses is not None and want in ("auto", "torch_tpu"):
             rec.source, rec.compiles, rec.compile_s = "torch_tpu", rec.tpu_cache_misses, None
         else:
             rec.source, rec.compiles, rec.compile_s = "dynamo", rec.dynamo_compiles, rec.dynamo_compile_s

@@ -1,0 +1,239 @@
+"""RecompileMonitor: each source of compile events, reason parsing, verdicts, reports.
+
+Anything that imports torch_xla runs in a subprocess: the import flips Dynamo's global
+config (automatic dynamic shapes off) for the whole process, which would change other tests.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+import types
+from pathlib import Path
+
+import pytest
+import torch
+
+from xlaport.recompile import (
+    RecompileMonitor,
+    describe_key_change,
+    parse_reason,
+    shape_key,
+)
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def _run(code: str, timeout: int = 240) -> dict:
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""), "PJRT_DEVICE": "CPU"}
+    p = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, timeout=timeout)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+# ------------------------------------------------------------------ reason parsing
+@pytest.mark.parametrize(
+    "text,kind,clean",
+    [
+        ("0/7: tensor 'mel' size mismatch at index 2. expected 888, actual 961", "shape",
+         "tensor 'mel' size mismatch at index 2. expected 888, actual 961"),
+        ("0/0: tensor 'x' dtype mismatch. expected Float, actual Double", "dtype", "tensor 'x' dtype mismatch. expected Float, actual Double"),
+        ("0/1: k == 1.0                                  # def f(x, k): ...  # t.py:3 in f", "python_constant", "k == 1.0"),
+        ("0/3: flag == True", "python_constant", "flag == True"),
+        ("0/2: tensor 'x' stride mismatch at index 0. expected 1, actual 2", "stride", "tensor 'x' stride mismatch at index 0. expected 1, actual 2"),
+        ("0/4: tensor 'x' requires_grad mismatch. expected requires_grad=0", "requires_grad",
+         "tensor 'x' requires_grad mismatch. expected requires_grad=0"),
+        ("0/5: x.storage_offset() == 3", "storage_offset", "x.storage_offset() == 3"),
+        ("0/6: len(L['xs']) == 2", "length", "len(L['xs']) == 2"),
+        ("0/6: ___check_obj_id(L['self'], 1403)", "object_identity", "___check_obj_id(L['self'], 1403)"),
+        ("Unable to find recompilation reasons", "other", "Unable to find recompilation reasons"),
+    ],
+)
+def test_parse_reason(text: str, kind: str, clean: str) -> None:
+    assert parse_reason(text) == (kind, clean)
+
+
+def test_parse_reason_rejects_non_string() -> None:
+    with pytest.raises(ValueError, match="must be a string"):
+        parse_reason(None)  # type: ignore[arg-type]
+
+
+def test_shape_key_and_change() -> None:
+    a = torch.zeros(2, 3)
+    base = torch.zeros(10)
+    k1, k2 = shape_key(a, 1.0), shape_key(torch.zeros(2, 4), 1.0)
+    assert k1 != k2
+    assert describe_key_change(k1, k2) == ("shape", "input 0 shape [2, 3] -> [2, 4]")
+    assert describe_key_change(k1, shape_key(a.double(), 1.0))[0] == "dtype"
+    assert describe_key_change(k1, shape_key(a, 2.0)) == ("python_constant", "input 1 value 1.0 -> 2.0")
+    assert describe_key_change(shape_key(base[2:5]), shape_key(base[3:6]))[0] == "storage_offset"
+    assert describe_key_change(k1, shape_key(a))[0] == "length"
+    assert describe_key_change(k1, k1)[0] == "graph"
+    assert describe_key_change(None, k1)[1].startswith("first step: float32[2, 3]")
+
+
+# ------------------------------------------------------------------ argument checks
+@pytest.mark.parametrize(
+    "kwargs,msg",
+    [
+        ({"storm_window": 1}, "storm_window"),
+        ({"storm_share": 1.5}, "storm_share"),
+        ({"sync": 3}, "sync must be a callable"),
+        ({"source": "gpu"}, "source must be one of"),
+    ],
+)
+def test_bad_arguments(kwargs: dict, msg: str) -> None:
+    with pytest.raises(ValueError, match=msg):
+        RecompileMonitor(**kwargs)
+
+
+def test_steps_do_not_nest_and_table_args() -> None:
+    with RecompileMonitor() as mon:
+        with mon.step():
+            with pytest.raises(ValueError, match="does not nest"):
+                with mon.step():
+                    pass
+        with pytest.raises(ValueError, match="max_rows"):
+            mon.table(max_rows=0)
+
+
+# ------------------------------------------------------------------ no compiler at all
+def test_plain_eager_degrades_gracefully() -> None:
+    if "torch_xla" in sys.modules:  # pragma: no cover - another test imported it in-process
+        pytest.skip("torch_xla already imported in this process")
+    with RecompileMonitor("eager") as mon:
+        for n in (3, 4, 5):
+            x = torch.ones(n)
+            with mon.step(x):
+                (x * 2).sum()
+    s = mon.summary()
+    assert s.source == "dynamo" and s.compiles == 0 and s.steps == 3 and s.distinct_keys == 3
+    assert math.isnan(s.ratio) and not s.storm
+    assert mon.records[0].xla_compiles is None and mon.records[0].tpu_cache_misses is None
+    assert "torch_tpu" not in sys.modules  # the monitor never imports it
+
+
+# ------------------------------------------------------------------ Dynamo on CPU (no torch_xla)
+def test_dynamo_cpu_shapes_constants_and_limit() -> None:
+    out = _run(
+        """
+        import json, sys, torch
+        from xlaport.recompile import RecompileMonitor
+        res = {}
+        @torch.compile(backend="eager", dynamic=False)
+        def f(x):
+            return x * 2 + 1
+        with RecompileMonitor("eager") as mon:
+            for n in range(1, 11):           # 10 sizes: 8 compiles, then the limit
+                x = torch.ones(n)
+                with mon.step(x):
+                    f(x)
+        s = mon.summary()
+        res["eager"] = dict(compiles=s.compiles, limit=s.recompile_limit_hit, storm=s.storm,
+                            kinds=[r.kinds for r in mon.records], per_step=[r.compiles for r in mon.records],
+                            reason1=mon.records[1].reasons, verdict=s.verdict, compile_s=s.compile_s)
+        @torch.compile(backend="aot_eager", dynamic=False)
+        def g(x, k):
+            return x * k
+        with RecompileMonitor("aot") as mon:
+            x = torch.ones(4)
+            for k, xx in ((1.0, x), (2.0, x), (2.0, x.double()), (2.0, x)):
+                with mon.step(xx, k):
+                    g(xx, k)
+        res["aot"] = dict(per_step=[r.compiles for r in mon.records], kinds=[r.kinds for r in mon.records],
+                          reasons=[r.reasons for r in mon.records], ratio=mon.summary().ratio)
+        res["xla_loaded"] = "torch_xla" in sys.modules
+        print(json.dumps(res))
+        """
+    )
+    assert out["xla_loaded"] is False
+    e = out["eager"]
+    assert e["compiles"] == 8 and e["per_step"][:8] == [1] * 8 and e["per_step"][8:] == [0, 0]
+    assert e["limit"] and e["storm"] and "recompile limit" in e["verdict"]
+    assert e["kinds"][1] == ["shape"] and "size mismatch at index 0. expected 1, actual 2" in e["reason1"][0]
+    assert e["kinds"][8] == ["shape", "shape"]  # the 9th size: its guard failure, then the limit warning
+    assert e["compile_s"] > 0
+    a = out["aot"]
+    assert a["per_step"] == [1, 1, 1, 0]
+    assert a["kinds"][1] == ["python_constant"] and a["reasons"][1] == ["k == 1.0"]  # the guard that failed: it expected 1.0
+    assert a["kinds"][2] == ["dtype"]
+    assert a["ratio"] > 1  # a compiling step is slower than the cached one
+
+
+# ------------------------------------------------------------------ XLA lazy and openxla
+def test_xla_lazy_and_openxla() -> None:
+    out = _run(
+        """
+        import json, torch, torch_xla
+        from xlaport.recompile import RecompileMonitor
+        dev = torch_xla.device()
+        res = {}
+        with RecompileMonitor("lazy", sync=torch_xla.sync) as mon:
+            for n in (3, 4, 3, 5, 3):
+                x = torch.ones(n).to(dev)
+                with mon.step(x):
+                    y = x * 2 + 1
+            res["lazy"] = dict(per_step=[r.compiles for r in mon.records], cached=[r.xla_cached for r in mon.records],
+                               kinds=[r.kinds for r in mon.records], reasons=[r.reasons for r in mon.records],
+                               source=mon.summary().source, distinct=mon.summary().distinct_keys,
+                               compile_s=mon.summary().compile_s, overhead=mon.measure_overhead(100, (x,)),
+                               steps_after_overhead=len(mon.records))
+        g = torch.compile(lambda x: x.sin() * 2, backend="openxla", dynamic=False)
+        with RecompileMonitor("openxla", sync=torch_xla.sync) as mon:
+            for n in (6, 7, 6):
+                x = torch.ones(n).to(dev)
+                with mon.step(x):
+                    g(x)
+            res["openxla"] = dict(xla=[r.xla_compiles for r in mon.records], dyn=[r.dynamo_compiles for r in mon.records],
+                                  kinds=[r.kinds for r in mon.records], reasons=[r.reasons for r in mon.records])
+        print(json.dumps(res))
+        """
+    )
+    lz = out["lazy"]
+    assert lz["source"] == "xla" and lz["per_step"] == [1, 1, 0, 1, 0] and lz["distinct"] == 3
+    assert lz["cached"][2] >= 1 and lz["compile_s"] > 0
+    assert lz["kinds"][1] == ["shape"] and lz["reasons"][1] == ["[inferred] input 0 shape [3] -> [4]"]
+    assert lz["kinds"][2] == [] and lz["steps_after_overhead"] == 5
+    assert lz["overhead"] < 1e-3, lz["overhead"]
+    ox = out["openxla"]
+    assert ox["dyn"] == [1, 1, 0] and ox["xla"][0] >= 1 and ox["xla"][1] >= 1 and ox["xla"][2] == 0
+    assert ox["kinds"][1] == ["shape"] and "expected 6, actual 7" in ox["reasons"][1][0]
+
+
+# ------------------------------------------------------------------ TorchTPU cache stats (faked package)
+def test_torch_tpu_cache_stats(monkeypatch: pytest.MonkeyPatch) -> None:
+    stats = types.SimpleNamespace(num_cache_reqs=0, num_cache_hits=0)
+    fake_tpu = types.SimpleNamespace(_get_cache_stats=lambda: stats)
+    monkeypatch.setitem(sys.modules, "torch_tpu", types.ModuleType("torch_tpu"))
+    monkeypatch.setattr(torch, "tpu", fake_tpu, raising=False)
+    if "torch_xla" in sys.modules:  # pragma: no cover
+        pytest.skip("torch_xla already imported in this process")
+    with RecompileMonitor("tpu") as mon:
+        for miss in (True, False, True):
+            with mon.step(key=("k", miss)):
+                stats.num_cache_reqs += 1
+                stats.num_cache_hits += 0 if miss else 1
+    assert [r.compiles for r in mon.records] == [1, 0, 1]
+    assert {r.source for r in mon.records} == {"torch_tpu"}
+    assert mon.records[0].compile_s is None and mon.summary().compile_s is None
+
+
+def test_reports_table_rows_plot() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    with RecompileMonitor("demo", source="dynamo") as mon:
+        for n in (2, 3):
+            with mon.step(torch.ones(n), label=f"n={n}"):
+                pass
+    txt = mon.table()
+    assert txt.splitlines()[0].split()[:2] == ["step", "wall"] and len(txt.splitlines()) == 4
+    assert mon.rows()[1]["key"] == "float32[3]" and mon.rows()[1]["label"] == "n=3"
+    ax = mon.plot()
+    assert ax.get_ylabel() == "step wall time (ms)" and len(ax.lines) == 1
+    mon.reset()
+    assert mon.records == [] and mon.summary().steps == 0
