@@ -239,6 +239,15 @@ def test_reference_rows() -> None:
     assert v6e_price and v6e_price[0]["value"] == 2.70 and v6e_price[0]["verified"] is False
 
 
+def test_claim_rows() -> None:
+    rows = {r["claim"]: r for r in cost.claim_rows()}
+    assert rows["seed_flux_ms_per_step"]["value"] == 122.51 and rows["seed_flux_ms_per_step"]["verified"] is False
+    assert rows["v6e_pod_bf16"]["chips"] == 256 and rows["v6e_pod_bf16"]["chip"] == "tpu_v6e"
+    for r in rows.values():
+        assert r["source"] and r["verified"] == (r["evidence"] == "V")
+        assert r["chip"] == "" or r["chip"] in cost.chip_names()
+
+
 def test_data_info_names_file_and_date() -> None:
     info = cost.data_info()
     assert info["file"].endswith("hardware.toml") and _DATE.match(info["compiled"])

@@ -29,7 +29,7 @@ from typing import Any, Literal
 __all__ = [
     "DATA_FILE", "Fact", "Chip", "Side", "Migration", "Decision",
     "chip", "chip_names", "claim", "claims", "model_config", "data_info", "hours_per_month",
-    "reference_rows",
+    "reference_rows", "claim_rows",
     "decoder_params", "flop_per_token", "mfu_fraction", "tokens_per_s", "usd_per_million_tokens",
     "tokens_per_s_per_chip_for_usd_per_million_tokens", "usd_per_item", "items_per_usd",
     "train_time_s", "train_cost_usd",
@@ -239,6 +239,17 @@ def reference_rows() -> list[dict[str, Any]]:
             rows.append({"chip": c.name, "quantity": q, "value": f.value, "unit": f.unit, "source": f.source,
                          "date": f.date, "verified": f.verified, "evidence": f.evidence, "note": f.note})
     return rows
+
+
+def claim_rows() -> list[dict[str, Any]]:
+    """Every published figure (vendor claims, the seed's figures) as a row for the book.
+
+    Keys: ``claim``, ``value``, ``unit``, ``chip`` (id or ``""``), ``chips`` (count or ``None``),
+    ``source``, ``date``, ``verified``, ``evidence``, ``note``.
+    """
+    return [{"claim": k, "value": f.value, "unit": f.unit, "chip": str(f.extra.get("chip", "")),
+             "chips": f.extra.get("chips"), "source": f.source, "date": f.date, "verified": f.verified,
+             "evidence": f.evidence, "note": f.note} for k, f in _claims().items()]
 
 
 # --------------------------------------------------------------------------------------------
