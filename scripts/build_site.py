@@ -31,6 +31,7 @@ SKIP_TAGS = {"skip-execution", "remove-cell"}
 # book/generated/<name>.md <- "module:function" returning the page's MyST markdown.
 GENERATED = {
     "target_rules": "xlaport.profiles:rules_markdown",
+    "hardware": "xlaport.cost:reference_markdown",
 }
 
 

@@ -12,8 +12,32 @@ Modules, one concept each:
 - :mod:`xlaport.ops`      — the ATen ops a model dispatches, per-target op support (TorchTPU, TorchNeuron, torch_xla), TorchTPU's missing-op rule
 """
 
-from .profiles import Profile, Rule, profile
-from .targets import TARGET_NAMES, Target, target
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 __all__ = ["Profile", "Rule", "Target", "TARGET_NAMES", "profile", "target", "__version__"]
+
+# Imported on first use, so that torch-free tools (xlaport.cost, the CLI's help) start fast.
+_LAZY = {
+    "Profile": "profiles", "Rule": "profiles", "profile": "profiles",
+    "Target": "targets", "TARGET_NAMES": "targets", "target": "targets",
+}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .profiles import Profile, Rule, profile
+    from .targets import TARGET_NAMES, Target, target
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'xlaport' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

@@ -42,6 +42,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, ValueError, FileNotFoundError) as e:
         print(f"xlaport {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # e.g. `xlaport cost chips | head`: the reader left, not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -29,7 +29,7 @@ from typing import Any, Literal
 __all__ = [
     "DATA_FILE", "Fact", "Chip", "Side", "Migration", "Decision",
     "chip", "chip_names", "claim", "claims", "model_config", "data_info", "hours_per_month",
-    "reference_rows", "claim_rows",
+    "reference_rows", "claim_rows", "reference_markdown",
     "decoder_params", "flop_per_token", "mfu_fraction", "tokens_per_s", "usd_per_million_tokens",
     "tokens_per_s_per_chip_for_usd_per_million_tokens", "usd_per_item", "items_per_usd",
     "train_time_s", "train_cost_usd",
@@ -547,3 +547,39 @@ def sensitivity(flop_per_month: float, current: Side, proposed: Side, migration:
         rows.append({"input": "engineering cost", "factor": f, "value": m.usd_per_person_week,
                      "break_even_months": d.break_even_months, "net_over_horizon_usd": d.net_over_horizon_usd})
     return rows
+
+
+def _fmt_value(value: Any, unit: str) -> str:
+    if isinstance(value, float) and unit == "FLOP/s":
+        return f"{value / 1e12:,.0f} TFLOP/s"
+    if isinstance(value, float):
+        return f"{value:,.4g} {unit}"
+    return f"{value} {unit}"
+
+
+def reference_markdown() -> str:
+    """The book's hardware-facts reference page, rendered from ``data/hardware.toml`` at build time."""
+    def cell(x: Any) -> str:
+        return str(x).replace("|", "\\|").replace("\n", " ")
+
+    info = data_info()
+    lines = [
+        "# Hardware facts",
+        "",
+        "**Every chip figure the pricing chapter uses lives in one data file, each value with its source, its "
+        f"date and how well it is established.** This page is generated from `{info['file']}` (compiled "
+        f"{info['compiled']}) when the site is built; `xlaport cost chips` prints the same facts. Evidence: "
+        "**V** read in the primary source, **V2** seen only through a copy, **U** unverified.",
+        "",
+        "| chip | quantity | value | evidence | source (date) | note |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in reference_rows():
+        lines.append(f"| {cell(r['chip'])} | `{r['quantity']}` | {cell(_fmt_value(r['value'], r['unit']))} | "
+                     f"{r['evidence']} | {cell(r['source'])} ({r['date']}) | {cell(r['note'])} |")
+    lines += ["", "## Published figures the chapter checks", "",
+              "| claim | value | evidence | source (date) | note |", "|---|---|---|---|---|"]
+    for r in claim_rows():
+        lines.append(f"| `{r['claim']}` | {cell(_fmt_value(r['value'], r['unit']))} | {r['evidence']} | "
+                     f"{cell(r['source'])} ({r['date']}) | {cell(r['note'])} |")
+    return "\n".join(lines) + "\n"
