@@ -10,6 +10,7 @@ Modules, one concept each:
 - :mod:`xlaport.guards`   — TorchTPU's storage-offset guard, applied on the emulated ``tpu`` target
 - :mod:`xlaport.cost`     — pricing math from sourced hardware facts: MFU, tokens/s, cost per token/image/run, migration break-even
 - :mod:`xlaport.ops`      — the ATen ops a model dispatches, per-target op support (TorchTPU, TorchNeuron, torch_xla), TorchTPU's missing-op rule
+- :mod:`xlaport.api_mapping` — ``torch.cuda.*`` calls mapped to ``torch.accelerator``/TorchTPU/TorchNeuron, status and source per row, checked against the torch_tpu wheel
 """
 
 from __future__ import annotations
