@@ -32,6 +32,8 @@ SKIP_TAGS = {"skip-execution", "remove-cell"}
 GENERATED = {
     "target_rules": "xlaport.profiles:rules_markdown",
     "hardware": "xlaport.cost:reference_markdown",
+    "op_coverage": "xlaport.ops:render_coverage_page",
+    "api_mapping": "xlaport.api_mapping:mapping_markdown",
 }
 
 
