@@ -164,7 +164,8 @@ def build(wheel: Path) -> dict:
         "method": (
             "An ATen op overload has a TorchTPU kernel when a glue library holds the kernel function symbol "
             "torch_tpu::Aten<CamelName><CamelOverload> or the registration name as a whole string; "
-            "'aten::'-prefixed strings (autocast lists) are not counted."
+            "'aten::'-prefixed strings (autocast lists) are not counted. Symbols are matched ignoring case, so one "
+            "symbol can match two ops that differ only by a leading underscore; both are then recorded."
         ),
         "missing_op_messages": sorted(messages),
         "n_ops": len(table),

@@ -155,6 +155,12 @@ def test_xla_excludes_nonfunctional_composites_like_the_dispatcher(monkeypatch: 
     assert ops._composite_key("aten::sort", "XLA") == "CompositeExplicitAutograd"
 
 
+def test_a_composite_that_calls_only_itself_is_decomposed() -> None:
+    # detach's CompositeExplicitAutograd kernel re-dispatches detach: nothing else is needed from the backend
+    cov = ops.coverage(ops.aten_ops(lambda a: a.detach(), torch.ones(2)), "neuron")
+    assert cov["aten::detach"].status == "decomposed"
+
+
 def test_neuron_never_raises_and_marks_unlisted_ops_unknown() -> None:
     cov = ops.coverage(ops.aten_ops(gp_step, _spd(), ROWS), "neuron")
     assert not cov.raises
@@ -219,12 +225,20 @@ def test_emulated_tpu_raises_torchtpus_error_then_falls_back_for_real() -> None:
         line = torch._C._dispatch_dump_table("aten::_unique2").split("XLA:")[1].splitlines()[0]
         print("DUMP", "[backend fallback]" in line and not xla.has_kernel("aten::_unique2"))
         print("HOOKED", "aten::unique_dim" in ops._EMULATION["ops"], "aten::_unique2" in ops._EMULATION["ops"])
+        # kernels torch_xla registers but that run its CPU fallback: the table's list must still be true
+        v = torch.randn(8, 4).to(t.device)
+        seen = set()
+        for f in (lambda: torch.nonzero(v > 0), lambda: torch.masked_select(v, v > 0), lambda: v.sum().item()):
+            met.clear_all(); f(); torch_xla.sync(); seen.update(met.executed_fallback_ops())
+        print("KERNEL-FALLBACKS", seen == set(ops.XLA_KERNELS_THAT_FALL_BACK), sorted(seen))
+        print("XLA-NONZERO", ops.coverage(["aten::nonzero"], "xla")["aten::nonzero"].status)
     """)
     assert "RAISED operator 'aten::unique_dim' is not implemented for TPU. Please file a feature request" in out
     assert "VALUES [[1, 2], [3, 4]]" in out
     assert "WARN [\"operator 'aten::unique_dim' is not implemented for TPU. Falling back to CPU\"]" in out
     assert "FALLBACKS ['aten::unique_dim']" in out
     assert "XLA True False" in out and "DUMP True" in out and "HOOKED True False" in out
+    assert "KERNEL-FALLBACKS True" in out and "XLA-NONZERO falls back" in out
 
 
 # ---------------------------------------------------------------- CLI
