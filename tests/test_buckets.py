@@ -121,3 +121,16 @@ def test_padded_equals_unpadded_for_the_chapter_model() -> None:
     with torch.no_grad():
         unmasked = model(mel, tokens)
     assert not torch.allclose(unmasked[1], logits[1], atol=1e-3)
+
+
+def test_forward_flops_counts_cpu_attention() -> None:
+    from xlaport.buckets import forward_flops
+
+    q = torch.randn(1, 2, 10, 32)
+    assert forward_flops(torch.nn.functional.scaled_dot_product_attention, q, q, q) == 4 * 2 * 10 * 10 * 32
+    lin = torch.nn.Linear(8, 4, bias=False)
+    assert forward_flops(lin, torch.randn(3, 8)) == 2 * 3 * 8 * 4
+    model = TinyWhisper().eval()
+    tok = torch.zeros(1, 8, dtype=torch.long)
+    f1, f2 = (forward_flops(model, synthetic_mel([n])[0], tok) for n in (200, 400))
+    assert f2 > 2 * f1  # encoder self-attention grows with the square of the length

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import torch
+from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
 __all__ = [
     "choose_buckets",
@@ -38,6 +39,7 @@ __all__ = [
     "pad_batch",
     "BucketCollate",
     "padding_waste",
+    "forward_flops",
     "POLICIES",
 ]
 
@@ -185,3 +187,22 @@ def padding_waste(lengths: Iterable[int], padded: Iterable[int]) -> float:
     if any(p < n for n, p in zip(ls, ps)):
         raise ValueError("a padded length is shorter than its length")
     return 1.0 - sum(ls) / sum(ps)
+
+
+def _cpu_sdpa_flops(query: Any, key: Any, value: Any, *args: Any, out_shape: Any = None, **kwargs: Any) -> int:
+    return int(sdpa_flop_count(query, key, value))
+
+
+def forward_flops(fn: Any, *args: Any, **kwargs: Any) -> int:
+    """FLOPs of ``fn(*args, **kwargs)`` (under ``torch.no_grad``) counted by ``torch.utils.flop_counter``.
+
+    PyTorch 2.9's counter has no formula for the fused CPU attention kernel
+    (``aten._scaled_dot_product_flash_attention_for_cpu``) that ``F.scaled_dot_product_attention``
+    uses on CPU, so it would count attention as free; this adds the counter's own SDPA
+    formula (``sdpa_flop_count``: 2 matmuls, ``4·B·H·Tq·Tk·D``) for it. A model and inputs on
+    the ``meta`` device give the same count without doing the arithmetic.
+    """
+    mapping = {torch.ops.aten._scaled_dot_product_flash_attention_for_cpu: _cpu_sdpa_flops}
+    with FlopCounterMode(display=False, custom_mapping=mapping) as fc, torch.no_grad():
+        fn(*args, **kwargs)
+    return int(fc.get_total_flops())
