@@ -115,7 +115,9 @@ def parse_reason(text: str) -> tuple[str, str]:
 # --------------------------------------------------------------------------- shape keys
 def _describe_input(x: Any) -> Hashable:
     if isinstance(x, torch.Tensor):
-        return ("tensor", tuple(x.shape), str(x.dtype).replace("torch.", ""), x.storage_offset(), x.device.type)
+        from .guards import logical_storage_offset  # XLA views report offset 0; this gives the real one
+
+        return ("tensor", tuple(x.shape), str(x.dtype).replace("torch.", ""), logical_storage_offset(x), x.device.type)
     if isinstance(x, (bool, int, float, str)) or x is None:
         return ("py", type(x).__name__, x)
     if isinstance(x, (list, tuple)):
