@@ -11,7 +11,7 @@ import torch
 import torch._functorch.config
 from torch import nn
 
-from xlaport.nonfinite import NonFiniteFinder, assert_finite, is_finite, nonfinite_grads
+from xlaport.nonfinite import NonFiniteFinder, assert_finite, is_finite, nonfinite_grads, nonfinite_state
 
 
 class LogNet(nn.Module):
@@ -178,3 +178,26 @@ def test_max_checks_bounds_recording() -> None:
             x = x * 2
     assert finder.checks == 3 and finder.truncated
     assert "stopped at max_checks" in finder.report()
+
+
+def test_bad_input_from_model_state_is_named() -> None:
+    """A constant that model.to(bfloat16) turned into -inf: the finder points at the buffer."""
+
+    class Masked(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.proj = nn.Linear(4, 4)
+            self.register_buffer("mask_min", torch.tensor(torch.finfo(torch.float32).min))
+
+        def forward(self, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+            return (self.proj(x) + (1.0 - keep.to(x.dtype)) * self.mask_min).softmax(-1).sum()
+
+    torch.manual_seed(0)
+    model = Masked().to(torch.bfloat16)
+    finder = NonFiniteFinder(model)
+    with finder:
+        model(_x().to(torch.bfloat16), torch.tensor([1, 1, 0, 0]))
+    first = finder.first
+    assert first is not None and first.op == "aten.mul.Tensor" and not first.inputs_finite
+    assert nonfinite_state(model) == ["mask_min"]
+    assert "mask_min" in finder.report()

@@ -10,6 +10,8 @@ Modules, one concept each:
 - :mod:`xlaport.guards`   — TorchTPU's storage-offset guard, applied on the emulated ``tpu`` target
 - :mod:`xlaport.cost`     — pricing math from sourced hardware facts: MFU, tokens/s, cost per token/image/run, migration break-even
 - :mod:`xlaport.ops`      — the ATen ops a model dispatches, per-target op support (TorchTPU, TorchNeuron, torch_xla), TorchTPU's missing-op rule
+- :mod:`xlaport.nonfinite` — find the first inf/NaN in a forward or backward pass (eager or compiled) and name the op
+- :mod:`xlaport.attention_numerics` — minimal reproductions of attention inf/NaN in low precision and under compile, with fixes; TorchTPU's SDPA path rule
 - :mod:`xlaport.api_mapping` — ``torch.cuda.*`` calls mapped to ``torch.accelerator``/TorchTPU/TorchNeuron, status and source per row, checked against the torch_tpu wheel
 """
 

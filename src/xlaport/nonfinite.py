@@ -40,7 +40,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-__all__ = ["NonFinite", "NonFiniteFinder", "is_finite", "assert_finite", "nonfinite_grads"]
+__all__ = ["NonFinite", "NonFiniteFinder", "is_finite", "assert_finite", "nonfinite_grads", "nonfinite_state"]
 
 
 @dataclass(frozen=True)
@@ -251,6 +251,10 @@ class NonFiniteFinder:
         lines += [f"  {f}" for f in found[:limit]]
         if len(found) > limit:
             lines.append(f"  ... {len(found) - limit} more")
+        if not found[0].inputs_finite and self.model is not None:
+            state = nonfinite_state(self.model)
+            if state:
+                lines.append(f"  the first bad input was already in the model: {', '.join(state)}")
         return "\n".join(lines)
 
     def reset(self) -> None:
@@ -332,6 +336,17 @@ def _iter_grads(model: torch.nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
     for name, p in model.named_parameters():
         if p.grad is not None:
             yield name, p.grad
+
+
+def nonfinite_state(model: torch.nn.Module) -> list[str]:
+    """Names of parameters and buffers that hold inf/NaN (e.g. a constant that ``model.to(bf16)`` turned into -inf)."""
+    if not isinstance(model, torch.nn.Module):
+        raise ValueError(f"nonfinite_state takes a torch.nn.Module, got {type(model).__name__}")
+    items = [(n, t) for n, t in (*model.named_parameters(), *model.named_buffers()) if t.is_floating_point() and t.numel()]
+    if not items:
+        return []
+    flags = torch.stack([(~torch.isfinite(t.detach())).any().to("cpu") for _, t in items])
+    return [name for (name, _), bad in zip(items, flags.tolist()) if bad]
 
 
 def nonfinite_grads(model: torch.nn.Module) -> list[str]:
