@@ -170,6 +170,10 @@ def test_logical_offsets_of_xla_views_match_cpu() -> None:
     want = [v(base, lat).storage_offset() for v in views]
     assert got == want
     assert guards.logical_storage_offset(xs[3].clone()) == 0
+    # the recompile monitor's shape key sees the same offsets, so it can name a baked slice index
+    from xlaport.recompile import describe_key_change, shape_key
+
+    assert describe_key_change(shape_key(xs[3]), shape_key(xs[4])) == ("storage_offset", "input 0 storage offset 3 -> 4")
 
 
 def test_emulated_tpu_recompiles_per_offset_and_names_it(reasons: _Reasons) -> None:
