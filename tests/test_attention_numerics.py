@@ -78,3 +78,15 @@ def test_bad_input_gives_one_line_errors(capsys: pytest.CaptureFixture[str]) -> 
         an.tpu_sdpa_backend((2, -1), "bfloat16")
     assert an.main(["--case", "nope"]) == 2
     assert "unknown case" in capsys.readouterr().err
+
+
+def test_cli_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    from xlaport.cli import main
+
+    assert main(["attention-check", "--case", "fully_masked_rows", "--backends", ""]) == 0
+    out = capsys.readouterr().out
+    assert "fully_masked_rows" in out and "NaN/inf bwd" in out and "ok" in out
+    assert main(["attention-check", "--case", "nope"]) == 2
+    assert "unknown case" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["attention-check", "--help"])

@@ -360,24 +360,51 @@ def _cpu_modes(backends: list[str]) -> dict[str, CompileFn | None]:
     return modes
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m xlaport.attention_numerics", description="Run the attention-numerics table on CPU and print JSON.")
-    p.add_argument("--backends", default="aot_eager", help="comma-separated torch.compile backends to run besides eager (default: aot_eager)")
-    p.add_argument("--case", default=None, help="run only this case")
-    args = p.parse_args(argv)
+def _table(args: argparse.Namespace) -> dict[str, Any]:
     if args.case is not None and args.case not in CASES:
-        print(f"error: unknown case {args.case!r}; choose one of: {', '.join(CASES)}", file=sys.stderr)
-        return 2
+        raise ValueError(f"unknown case {args.case!r}; choose one of: {', '.join(CASES)}")
     rows = [r for r in plan() if args.case in (None, r[0])]
     backends = [b for b in args.backends.split(",") if b]
-    result = {
+    if args.target == "cpu":
+        device, modes = torch.device("cpu"), _cpu_modes(backends)
+    else:
+        from .targets import target
+
+        t = target(args.target)
+        device, modes = t.device, {"eager": None, "compiled": t.compile}
+    return {
         "torch": torch.__version__,
+        "device": str(device),
         "backward_pass_autocast_default": functorch_config.backward_pass_autocast,
         "torch_xla_imported": "torch_xla" in sys.modules,
-        "outcomes": [asdict(o) for o in run_table("cpu", _cpu_modes(backends), rows)],
+        "outcomes": [asdict(o) for o in run_table(device, modes, rows)],
     }
-    print(json.dumps(result))
+
+
+def _run(args: argparse.Namespace) -> int:
+    result = _table(args)
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    print(f"torch {result['torch']} on {result['device']}; backward_pass_autocast default: {result['backward_pass_autocast_default']!r}")
+    for o in result["outcomes"]:
+        cell = Outcome(**o).cell
+        print(f"{o['case']:26s} {o['variant']:38s} {o['dtype']:9s} {o['mode']:10s} {cell}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .attention_cli import register
+
+    p = argparse.ArgumentParser(prog="python -m xlaport.attention_numerics", description="Run the attention-numerics table and print JSON (the chapter's CPU column).")
+    register(p.add_subparsers(dest="command"))
+    args = p.parse_args(["attention-check", *(argv if argv is not None else sys.argv[1:])])
+    args.json = True
+    try:
+        return _run(args)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 # Modules that add a subcommand: each defines register(subparsers) -> None.
-SUBCOMMAND_MODULES: tuple[str, ...] = ("xlaport.targets_cli", "xlaport.cost_cli", "xlaport.ops", "xlaport.api_mapping")
+SUBCOMMAND_MODULES: tuple[str, ...] = ("xlaport.targets_cli", "xlaport.cost_cli", "xlaport.ops", "xlaport.api_mapping", "xlaport.attention_cli")
 
 
 class UsageError(Exception):

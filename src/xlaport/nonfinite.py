@@ -20,7 +20,10 @@ Two ways in, both recording into one :class:`NonFiniteFinder`:
 
 On an XLA device the checks stay lazy: each check is a tiny reduction added to the
 graph, and all of them are read back in one transfer when results are asked for,
-so the finder does not cut the graph after every op.
+so the finder does not cut the graph after every op. The price is one larger graph
+to compile: ask for results (``finder.first``) after every step, and watch one step
+at a time. (Measured on XLA:CPU on a loaded 2-core machine: a few dozen checks
+compile in seconds; ~360 checks of a 2-layer transformer step took minutes.)
 
 >>> finder = NonFiniteFinder(model)
 >>> with finder:
