@@ -103,7 +103,7 @@ class TinyWhisper(nn.Module):
     """Whisper-shaped encoder-decoder, small enough to compile in well under a second on XLA:CPU."""
 
     def __init__(self, n_mels: int = 80, d: int = 64, heads: int = 2, enc_layers: int = 2, dec_layers: int = 2,
-                 ffn: int = 128, vocab: int = 256, max_tokens: int = 32) -> None:
+                 ffn: int = 128, vocab: int = 256, max_tokens: int = 32, max_frames: int = 3000) -> None:
         super().__init__()
         if d % heads or d % 2:
             raise ValueError(f"d={d} must be even and divisible by heads={heads}")
@@ -111,6 +111,8 @@ class TinyWhisper(nn.Module):
         self.conv2 = nn.Conv1d(d, d, 3, stride=2, padding=1)
         self.enc = nn.ModuleList(_Block(d, heads, ffn, cross=False) for _ in range(enc_layers))
         self.enc_ln = nn.LayerNorm(d)
+        # fixed sinusoidal positions, computed once (Whisper keeps them as a buffer too)
+        self.register_buffer("enc_pos", _sinusoids(encoder_frames(max_frames), d, torch.device("cpu")), persistent=False)
         self.embed = nn.Embedding(vocab, d)
         self.pos = nn.Parameter(torch.randn(max_tokens, d) * 0.02)
         self.dec = nn.ModuleList(_Block(d, heads, ffn, cross=True) for _ in range(dec_layers))
@@ -126,7 +128,9 @@ class TinyWhisper(nn.Module):
         if emask is not None:
             x = x * emask[:, None, :]
         x = x.transpose(1, 2)
-        x = x + _sinusoids(x.shape[1], x.shape[2], x.device)
+        if x.shape[1] > self.enc_pos.shape[0]:
+            raise ValueError(f"{mel.shape[-1]} frames is longer than this model's max_frames")
+        x = x + self.enc_pos[: x.shape[1]]
         for blk in self.enc:
             x = blk(x, emask)
         return self.enc_ln(x), emask
