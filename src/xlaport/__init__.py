@@ -7,6 +7,7 @@ Modules, one concept each:
 - :mod:`xlaport.detect`   — find real accelerators without starting them
 - :mod:`xlaport.recompile` — per-step compiles, compile time and recompile reasons; storm verdict
 - :mod:`xlaport.buckets`  — pad variable lengths to a few buckets (with attention masks) to stop recompiles
+- :mod:`xlaport.tiny_whisper` — a tiny mask-aware Whisper-style encoder-decoder and synthetic log-mel (recompile chapter)
 - :mod:`xlaport.guards`   — TorchTPU's storage-offset guard, applied on the emulated ``tpu`` target
 - :mod:`xlaport.cost`     — pricing math from sourced hardware facts: MFU, tokens/s, cost per token/image/run, migration break-even
 - :mod:`xlaport.ops`      — the ATen ops a model dispatches, per-target op support (TorchTPU, TorchNeuron, torch_xla), TorchTPU's missing-op rule
