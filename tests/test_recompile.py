@@ -7,12 +7,10 @@ config (automatic dynamic shapes off) for the whole process, which would change 
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
 import textwrap
-import types
 from pathlib import Path
 
 import pytest
