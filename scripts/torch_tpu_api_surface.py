@@ -31,15 +31,17 @@ from __future__ import annotations
 
 import argparse
 import ast
-import hashlib
 import json
 import re
-import subprocess
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from tpu_wheel import download, sha256  # noqa: E402  (scripts/tpu_wheel.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLIC_API = "torch_tpu/_internal/public_api.py"
@@ -49,22 +51,8 @@ GLUE_SO = "torch_tpu/csrc/common/glue_2_13_0/libpywrap_2_13_0_common.so"
 DEVICE_CLASSES = ("_DeviceModuleMeta", "_DeviceModule", "TpuDeviceModule")
 
 
-def download(version: str, dest: Path) -> Path:
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", f"torch_tpu=={version}", "-d", str(dest)]
-    print("+", " ".join(cmd), flush=True)
-    subprocess.run(cmd, check=True)
-    wheels = sorted(dest.glob(f"torch_tpu-{version}-*.whl"))
-    if not wheels:
-        raise SystemExit(f"pip download produced no torch_tpu-{version} wheel in {dest}")
-    return wheels[0]
 
 
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _const(node: ast.AST) -> Any:
@@ -230,7 +218,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, help="output JSON (default: src/xlaport/data/torch_tpu-<version>-api-surface.json)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="torch_tpu_wheel_") as tmp:
-        wheel = args.wheel if args.wheel else download(args.version, Path(tmp))
+        wheel = args.wheel if args.wheel else download("torch_tpu", args.version, Path(tmp))
         if not wheel.is_file():
             print(f"error: no such wheel: {wheel}", file=sys.stderr)
             return 2

@@ -32,14 +32,16 @@ so the torch version is recorded too.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import re
-import subprocess
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from tpu_wheel import download, sha256  # noqa: E402  (scripts/tpu_wheel.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "src" / "xlaport" / "data" / "torch_tpu-0.2.0-ops.json"
@@ -71,23 +73,8 @@ def symbol_keys(op: str) -> set[str]:
     return keys
 
 
-def download(dest: Path) -> Path:
-    subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", f"{PACKAGE}=={VERSION}", "-d", str(dest)],
-        check=True,
-    )
-    wheels = sorted(dest.glob(f"{PACKAGE}-{VERSION}-*.whl"))
-    if not wheels:
-        raise SystemExit(f"pip download produced no {PACKAGE} {VERSION} wheel in {dest}")
-    return wheels[0]
 
 
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def scan_glue(data: bytes) -> tuple[set[str], set[str], list[str]]:
@@ -181,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output JSON (default: {DEFAULT_OUT.relative_to(ROOT)})")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        wheel = args.wheel if args.wheel else download(Path(tmp))
+        wheel = args.wheel if args.wheel else download(PACKAGE, VERSION, Path(tmp))
         if not wheel.is_file():
             ap.error(f"no such wheel: {wheel}")
         data = build(wheel)
