@@ -212,9 +212,12 @@ def test_emulated_tpu_raises_torchtpus_error_then_falls_back_for_real() -> None:
             print("RAISED", e)
         met.clear_all()
         ops.execution_mode.enable_cpu_fallback = True
+        before = ops.fallback_counts()
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
             u = torch.unique(x, dim=0)
+        after = ops.fallback_counts()
+        print("COUNTS", {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)})
         print("VALUES", u.cpu().tolist())
         print("WARN", [str(m.message) for m in w if issubclass(m.category, ops.TpuFallbackWarning)])
         print("FALLBACKS", met.executed_fallback_ops())
@@ -237,8 +240,18 @@ def test_emulated_tpu_raises_torchtpus_error_then_falls_back_for_real() -> None:
     assert "VALUES [[1, 2], [3, 4]]" in out
     assert "WARN [\"operator 'aten::unique_dim' is not implemented for TPU. Falling back to CPU\"]" in out
     assert "FALLBACKS ['aten::unique_dim']" in out
+    assert "COUNTS {'aten::unique_dim': 1}" in out
     assert "XLA True False" in out and "DUMP True" in out and "HOOKED True False" in out
     assert "KERNEL-FALLBACKS True" in out and "XLA-NONZERO falls back" in out
+
+
+def test_fallback_counts_without_torch_xla_is_empty_and_imports_nothing() -> None:
+    out = _run_py("""
+        import sys
+        from xlaport import ops
+        print("EMPTY", ops.fallback_counts() == {}, "torch_xla" in sys.modules)
+    """)
+    assert "EMPTY True False" in out
 
 
 # ---------------------------------------------------------------- CLI

@@ -85,12 +85,18 @@ def _chips_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
-def _tokens_cmd(args: argparse.Namespace) -> int:
+def _throughput(args: argparse.Namespace) -> tuple[cost.Chip, float, float, float, float, str]:
+    """What `tokens` and `train` share: chip, chip count, FLOP per token, tokens/s per chip at --mfu, price."""
     c = cost.chip(args.chip)
     n = _pos("--chips", args.chips)
     fpt = _fpt(args)
     per_chip = cost.tokens_per_s(cost._fraction("--mfu", args.mfu), fpt, c.peak_bf16_flop_per_s)
     price, how = _price(args, c)
+    return c, n, fpt, per_chip, price, how
+
+
+def _tokens_cmd(args: argparse.Namespace) -> int:
+    c, n, fpt, per_chip, price, how = _throughput(args)
     usd = cost.usd_per_million_tokens(per_chip, price, cost._fraction("--utilisation", args.utilisation))
     _table([("chip", c.name), ("FLOP per token", f"{fpt:.4g} ({args.mode})"),
             ("tokens/s per chip", f"{per_chip:,.0f}"), ("tokens/s total", f"{per_chip * n:,.0f}"),
@@ -123,11 +129,7 @@ def _image_cmd(args: argparse.Namespace) -> int:
 
 
 def _train_cmd(args: argparse.Namespace) -> int:
-    c = cost.chip(args.chip)
-    n = _pos("--chips", args.chips)
-    fpt = _fpt(args)
-    per_chip = cost.tokens_per_s(cost._fraction("--mfu", args.mfu), fpt, c.peak_bf16_flop_per_s)
-    price, how = _price(args, c)
+    c, n, _, per_chip, price, how = _throughput(args)
     tokens = _pos("--tokens", args.tokens)
     secs = cost.train_time_s(tokens, per_chip * n)
     usd = cost.train_cost_usd(tokens, per_chip, price, cost._fraction("--utilisation", args.utilisation))

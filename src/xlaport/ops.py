@@ -60,7 +60,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 __all__ = [
     "OpCall", "OpTrace", "aten_ops", "SupportTable", "support_table", "OpSupport", "Coverage",
-    "coverage", "execution_mode", "cpu_fallback", "emulate_missing_ops", "TpuFallbackWarning",
+    "coverage", "execution_mode", "cpu_fallback", "fallback_counts", "emulate_missing_ops", "TpuFallbackWarning",
     "render_coverage_page", "COVERAGE_TARGETS", "register",
 ]
 
@@ -507,6 +507,19 @@ def cpu_fallback(enabled: bool = True) -> Iterator[None]:
         yield
     finally:
         execution_mode.enable_cpu_fallback = old
+
+
+def fallback_counts() -> dict[str, int]:
+    """CPU fallbacks executed so far on the XLA device, per ATen op (torch_xla's ``aten::*`` counters).
+
+    Empty where torch_xla is not loaded: nothing can fall back through it. Subtract two readings to
+    count what one step did. Never imports torch_xla itself.
+    """
+    if "torch_xla" not in sys.modules:
+        return {}
+    import torch_xla.debug.metrics as met
+
+    return {n: int(met.counter_value(n) or 0) for n in met.counter_names() if n.startswith("aten::")}
 
 
 # ---------------------------------------------------------------- the emulated missing-op rule
