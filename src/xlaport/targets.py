@@ -145,13 +145,17 @@ class Target:
         return requested
 
     def sync(self) -> None:
-        """Wait for queued device work: the place where lazy or async execution really happens."""
+        """Wait for queued device work: the place where lazy or async execution really happens.
+
+        On XLA this cuts the pending lazy graph and blocks until its execution finishes
+        (``torch_xla.sync(wait=True)``). ``xm.wait_device_ops()`` would wait too, but it added
+        about 2 ms per call on XLA:CPU here even with nothing pending, which is a fifth of a
+        small model's step and would blur the step times the chapters measure.
+        """
         if self.on_xla:
             import torch_xla
-            import torch_xla.core.xla_model as xm
 
-            torch_xla.sync()
-            xm.wait_device_ops()
+            torch_xla.sync(wait=True)
         elif self.device.type == "cuda":
             torch.cuda.synchronize()
         elif self.device.type in ("tpu", "neuron"):

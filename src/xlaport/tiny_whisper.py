@@ -100,7 +100,7 @@ class _Block(nn.Module):
 
 
 class TinyWhisper(nn.Module):
-    """Whisper-shaped encoder-decoder, small enough to compile in well under a second on XLA:CPU."""
+    """Whisper-shaped encoder-decoder, small enough to compile in seconds on XLA:CPU."""
 
     def __init__(self, n_mels: int = 80, d: int = 64, heads: int = 2, enc_layers: int = 2, dec_layers: int = 2,
                  ffn: int = 128, vocab: int = 256, max_tokens: int = 32, max_frames: int = 3000) -> None:
