@@ -171,3 +171,34 @@ def test_emulated_target_really_compiles_on_xla() -> None:
     line = [l for l in out.stdout.splitlines() if l.startswith("compiles")][0]
     n, dev = int(line.split()[1]), line.split()[2]
     assert dev == "xla" and n >= 2, line     # shapes 4 and 8 need two programs
+
+
+def test_emulated_sync_runs_the_pending_graph_and_waits() -> None:
+    """``Target.sync`` on XLA cuts the lazy graph, executes it and returns once it has run:
+    afterwards the result is device data (no pending IR) and reading it executes nothing more."""
+    code = textwrap.dedent(
+        """
+        import torch, xlaport
+        t = xlaport.target("tpu")
+        import torch_xla, torch_xla.debug.metrics as met
+        x = torch.arange(6.0, device=t.device)
+        t.sync()
+        y = (x * 2 + 1).sum()
+        pending = "aten::" in torch_xla._XLAC._get_xla_tensors_text([y])
+        runs0 = met.metric_data("ExecuteTime")[0] if met.metric_data("ExecuteTime") else 0
+        t.sync()
+        runs1 = met.metric_data("ExecuteTime")[0]
+        done = "aten::" not in torch_xla._XLAC._get_xla_tensors_text([y])
+        value = y.item()
+        runs2 = met.metric_data("ExecuteTime")[0]
+        print("result", pending, runs1 - runs0, runs2 - runs1, value, done)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    line = [l for l in out.stdout.splitlines() if l.startswith("result")][0].split()
+    assert line[1] == "True", out.stdout            # before sync: y was a pending lazy graph
+    assert int(line[2]) == 1, out.stdout            # sync executed exactly that graph
+    assert line[5] == "True", out.stdout            # and left y as device data
+    assert int(line[3]) == 0, out.stdout            # reading the value afterwards executed nothing
+    assert float(line[4]) == 36.0, out.stdout       # sum(2x + 1) for x = 0..5
