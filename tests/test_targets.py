@@ -173,23 +173,28 @@ def test_emulated_target_really_compiles_on_xla() -> None:
     assert dev == "xla" and n >= 2, line     # shapes 4 and 8 need two programs
 
 
-def test_emulated_sync_runs_the_pending_graph_and_waits() -> None:
-    """``Target.sync`` on XLA cuts the lazy graph, executes it and returns once it has run:
-    afterwards the result is device data (no pending IR) and reading it executes nothing more."""
+def test_emulated_sync_runs_the_pending_graph() -> None:
+    """``Target.sync`` on XLA cuts the lazy graph and executes it (``torch_xla.sync(wait=True)``, which
+    blocks until the results are ready): afterwards the result is device data, not pending IR, and
+    reading it executes nothing more. ExecuteTime is read after ``xm.wait_device_ops()`` because
+    torch_xla records it from a completion callback that may run just after the results are ready."""
     code = textwrap.dedent(
         """
         import torch, xlaport
         t = xlaport.target("tpu")
-        import torch_xla, torch_xla.debug.metrics as met
+        import torch_xla, torch_xla.debug.metrics as met, torch_xla.core.xla_model as xm
         x = torch.arange(6.0, device=t.device)
         t.sync()
         y = (x * 2 + 1).sum()
         pending = "aten::" in torch_xla._XLAC._get_xla_tensors_text([y])
+        xm.wait_device_ops()
         runs0 = met.metric_data("ExecuteTime")[0] if met.metric_data("ExecuteTime") else 0
         t.sync()
+        xm.wait_device_ops()
         runs1 = met.metric_data("ExecuteTime")[0]
         done = "aten::" not in torch_xla._XLAC._get_xla_tensors_text([y])
         value = y.item()
+        xm.wait_device_ops()
         runs2 = met.metric_data("ExecuteTime")[0]
         print("result", pending, runs1 - runs0, runs2 - runs1, value, done)
         """

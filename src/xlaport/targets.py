@@ -150,7 +150,10 @@ class Target:
         On XLA this cuts the pending lazy graph and blocks until its execution finishes
         (``torch_xla.sync(wait=True)``). ``xm.wait_device_ops()`` would wait too, but it added
         about 2 ms per call on XLA:CPU here even with nothing pending, which is a fifth of a
-        small model's step and would blur the step times the chapters measure.
+        small model's step and would blur the step times the chapters measure. torch_xla counts
+        a finished execution (the ``ExecuteTime`` metric) from a completion callback that can run
+        just after the results are ready: code that counts executions calls
+        ``xm.wait_device_ops()`` before reading it (``notebooks/op_fallbacks.ipynb`` does).
         """
         if self.on_xla:
             import torch_xla
