@@ -174,29 +174,25 @@ def test_emulated_target_really_compiles_on_xla() -> None:
 
 
 def test_emulated_sync_runs_the_pending_graph() -> None:
-    """``Target.sync`` on XLA cuts the lazy graph and executes it (``torch_xla.sync(wait=True)``, which
-    blocks until the results are ready): afterwards the result is device data, not pending IR, and
-    reading it executes nothing more. ExecuteTime is read after ``xm.wait_device_ops()`` because
-    torch_xla records it from a completion callback that may run just after the results are ready."""
+    """``Target.sync`` on XLA cuts the lazy graph and executes it (``torch_xla.sync(wait=True)``):
+    afterwards the result is device data, not pending IR; ``Target.executions`` counts exactly that
+    one program, and reading the value executes nothing more."""
     code = textwrap.dedent(
         """
         import torch, xlaport
         t = xlaport.target("tpu")
-        import torch_xla, torch_xla.debug.metrics as met, torch_xla.core.xla_model as xm
+        import torch_xla
         x = torch.arange(6.0, device=t.device)
         t.sync()
         y = (x * 2 + 1).sum()
         pending = "aten::" in torch_xla._XLAC._get_xla_tensors_text([y])
-        xm.wait_device_ops()
-        runs0 = met.metric_data("ExecuteTime")[0] if met.metric_data("ExecuteTime") else 0
+        runs0 = t.executions()
         t.sync()
-        xm.wait_device_ops()
-        runs1 = met.metric_data("ExecuteTime")[0]
+        runs1 = t.executions()
         done = "aten::" not in torch_xla._XLAC._get_xla_tensors_text([y])
         value = y.item()
-        xm.wait_device_ops()
-        runs2 = met.metric_data("ExecuteTime")[0]
-        print("result", pending, runs1 - runs0, runs2 - runs1, value, done)
+        runs2 = t.executions()
+        print("result", pending, runs1 - runs0, runs2 - runs1, value, done, xlaport.target("cpu").executions())
         """
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
@@ -207,3 +203,4 @@ def test_emulated_sync_runs_the_pending_graph() -> None:
     assert line[5] == "True", out.stdout            # and left y as device data
     assert int(line[3]) == 0, out.stdout            # reading the value afterwards executed nothing
     assert float(line[4]) == 36.0, out.stdout       # sum(2x + 1) for x = 0..5
+    assert line[6] == "None", out.stdout            # CPU has no execution counter

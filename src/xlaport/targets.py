@@ -150,10 +150,8 @@ class Target:
         On XLA this cuts the pending lazy graph and blocks until its execution finishes
         (``torch_xla.sync(wait=True)``). ``xm.wait_device_ops()`` would wait too, but it added
         about 2 ms per call on XLA:CPU here even with nothing pending, which is a fifth of a
-        small model's step and would blur the step times the chapters measure. torch_xla counts
-        a finished execution (the ``ExecuteTime`` metric) from a completion callback that can run
-        just after the results are ready: code that counts executions calls
-        ``xm.wait_device_ops()`` before reading it (``notebooks/op_fallbacks.ipynb`` does).
+        small model's step and would blur the step times the chapters measure. To count the
+        programs that ran, use :meth:`executions`, which waits for torch_xla's bookkeeping too.
         """
         if self.on_xla:
             import torch_xla
@@ -186,6 +184,23 @@ class Target:
                 return int(torch.tpu._get_cache_misses())  # type: ignore[attr-defined]
             except Exception:
                 return None
+        return None
+
+    def executions(self) -> int | None:
+        """Programs executed so far on this device, or None where the backend does not say.
+
+        XLA (emulated targets): torch_xla's ``ExecuteTime`` metric count. torch_xla records it
+        from a completion callback that can run just after :meth:`sync` has the results, so this
+        first waits for those callbacks (``xm.wait_device_ops()``, about 2 ms on XLA:CPU): call
+        it outside the region you time.
+        """
+        if self.on_xla:
+            import torch_xla.core.xla_model as xm
+            import torch_xla.debug.metrics as met
+
+            xm.wait_device_ops()
+            data = met.metric_data("ExecuteTime")
+            return int(data[0]) if data else 0
         return None
 
     def manual_seed(self, seed: int) -> None:
