@@ -14,7 +14,6 @@ Steps:
 from __future__ import annotations
 
 import argparse
-import importlib
 import shutil
 import subprocess
 import sys
@@ -22,19 +21,15 @@ from pathlib import Path
 
 import nbformat
 
+from xlaport import reference
+
 ROOT = Path(__file__).resolve().parents[1]
 EXECUTED = ROOT / "_build" / "executed" / "notebooks"
 STAGE = ROOT / "_build" / "site"
-SOURCES = ["_config.yml", "_toc.yml", "references.bib", "book", "_static"]
+SOURCES = ["_config.yml", "_toc.yml", "book"]
 SKIP_TAGS = {"skip-execution", "remove-cell"}
 # Reference pages rendered from the toolkit's data files at build time (never typed by hand):
-# book/generated/<name>.md <- "module:function" returning the page's MyST markdown.
-GENERATED = {
-    "target_rules": "xlaport.profiles:rules_markdown",
-    "hardware": "xlaport.cost:reference_markdown",
-    "op_coverage": "xlaport.ops:render_coverage_page",
-    "api_mapping": "xlaport.api_mapping:mapping_markdown",
-}
+# book/generated/<page>.md <- xlaport.reference.render(page), one module per page in xlaport/reference/.
 
 
 def check_executed(src: Path, done: Path) -> list[str]:
@@ -70,9 +65,8 @@ def stage() -> None:
             shutil.copy2(src, STAGE / name)
     generated = STAGE / "book" / "generated"
     generated.mkdir(parents=True, exist_ok=True)
-    for page, spec in GENERATED.items():
-        module, func = spec.split(":")
-        (generated / f"{page}.md").write_text(getattr(importlib.import_module(module), func)())
+    for page in reference.PAGES:
+        (generated / f"{page}.md").write_text(reference.render(page))
     shutil.copytree(EXECUTED, STAGE / "notebooks")
     for extra in (ROOT / "notebooks").iterdir():  # images or data next to the notebooks
         if extra.suffix != ".ipynb" and not extra.name.startswith("."):

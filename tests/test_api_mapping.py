@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from xlaport import api_mapping as am
+from xlaport.reference import api_mapping as am
 from xlaport.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -125,7 +125,7 @@ def test_bad_table_is_a_one_line_value_error(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_markdown_page() -> None:
-    page = am.mapping_markdown()
+    page = am.render()
     assert page.startswith("# API mapping")
     assert am.surface()["sha256"] in page
     for r in ROWS:

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from xlaport.buckets import (
+from xlaport.recompile.buckets import (
     BucketCollate,
     bucket_for,
     choose_buckets,
@@ -15,7 +15,7 @@ from xlaport.buckets import (
     padding_waste,
     parse_policy,
 )
-from xlaport.tiny_whisper import TinyWhisper, encoder_frames, synthetic_mel
+from xlaport.models.whisper import TinyWhisper, encoder_frames, synthetic_mel
 
 
 @pytest.mark.parametrize(
@@ -124,7 +124,7 @@ def test_padded_equals_unpadded_for_the_chapter_model() -> None:
 
 
 def test_forward_flops_counts_cpu_attention() -> None:
-    from xlaport.buckets import forward_flops
+    from xlaport.recompile.buckets import forward_flops
 
     q = torch.randn(1, 2, 10, 32)
     assert forward_flops(torch.nn.functional.scaled_dot_product_attention, q, q, q) == 4 * 2 * 10 * 10 * 32

@@ -69,7 +69,13 @@ def test_stale_copy_fails(tmp_path: Path, src: Path) -> None:
 
 
 def test_generated_pages_resolve() -> None:
-    for page, spec in build_site.GENERATED.items():
-        module, func = spec.split(":")
-        text = getattr(importlib.import_module(module), func)()
+    for page in build_site.reference.PAGES:
+        text = build_site.reference.render(page)
         assert text.startswith("# "), f"{page}: generated page must start with a title"
+    with pytest.raises(ValueError, match="unknown reference page"):
+        build_site.reference.render("nope")
+
+
+def test_build_sources_exist() -> None:
+    for name in build_site.SOURCES:
+        assert (build_site.ROOT / name).exists(), f"build_site.SOURCES lists {name}, which does not exist"

@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 import re
 import tomllib
-from importlib import resources
 
 import pytest
 
 from xlaport import cost
 from xlaport.cli import main
+from xlaport.reference import data_text
 
 # ---------------------------------------------------------------------------------------------
 # Formulas (each expected value worked by hand in the comment)
@@ -172,7 +172,7 @@ _DATE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
 
 
 def _raw() -> dict:
-    return tomllib.loads(resources.files("xlaport").joinpath("data", cost.DATA_FILE).read_text())
+    return tomllib.loads(data_text(cost.DATA_FILE))
 
 
 def _facts(raw: dict) -> list[tuple[str, dict]]:
@@ -224,9 +224,9 @@ def test_unverified_values_are_flagged() -> None:
 
 def test_loader_rejects_a_value_without_source() -> None:
     with pytest.raises(ValueError, match="lacks source"):
-        cost._fact("chips.x.peak", {"value": 1, "unit": "FLOP/s", "date": "2026-11", "evidence": "V"})
+        cost.parse_fact("chips.x.peak", {"value": 1, "unit": "FLOP/s", "date": "2026-11", "evidence": "V"})
     with pytest.raises(ValueError, match="evidence"):
-        cost._fact("chips.x.peak", {"value": 1, "unit": "FLOP/s", "source": "s", "date": "2026-11", "evidence": "?"})
+        cost.parse_fact("chips.x.peak", {"value": 1, "unit": "FLOP/s", "source": "s", "date": "2026-11", "evidence": "?"})
 
 
 def test_reference_rows() -> None:

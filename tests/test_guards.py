@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 import torch
 
-from xlaport import guards
+from xlaport.recompile import guards
 from xlaport.profiles import profile
 
 

@@ -11,7 +11,7 @@ import torch
 import torch._functorch.config
 from torch import nn
 
-from xlaport.nonfinite import NonFiniteFinder, assert_finite, is_finite, nonfinite_grads, nonfinite_state
+from xlaport.numerics.nonfinite import NonFiniteFinder, assert_finite, is_finite, nonfinite_grads, nonfinite_state
 
 
 class LogNet(nn.Module):

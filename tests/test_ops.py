@@ -10,7 +10,6 @@ import json
 import subprocess
 import sys
 import textwrap
-from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,9 @@ import torch
 
 from xlaport import ops
 from xlaport.cli import main
+from xlaport.ops.coverage import composite_key
+from xlaport.ops.support import tpu_ops_data
+from xlaport.reference import data_text, op_coverage
 from xlaport.profiles import profile
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,7 +80,7 @@ def test_trace_rejects_other_devices() -> None:
 
 # ---------------------------------------------------------------- tables
 def test_tpu_table_records_the_wheel_and_its_kernels() -> None:
-    d = json.loads(resources.files("xlaport").joinpath("data/torch_tpu-0.2.0-ops.json").read_text())
+    d = json.loads(data_text("torch_tpu-0.2.0-ops.json"))
     assert d["package"] == "torch_tpu" and d["version"] == "0.2.0"
     assert len(d["sha256"]) == 64 and d["wheel"].startswith("torch_tpu-0.2.0-")
     assert d["n_ops"] == len(d["ops"]) > 500
@@ -150,9 +152,9 @@ def test_a_composite_with_a_missing_part_is_not_supported() -> None:
 
 def test_xla_excludes_nonfunctional_composites_like_the_dispatcher(monkeypatch: pytest.MonkeyPatch) -> None:
     # linalg_cholesky_ex has only a CompositeExplicitAutogradNonFunctional kernel, which the dispatcher never uses for XLA
-    assert ops._composite_key("aten::linalg_cholesky_ex", "PrivateUse1") == "CompositeExplicitAutogradNonFunctional"
-    assert ops._composite_key("aten::linalg_cholesky_ex", "XLA") is None
-    assert ops._composite_key("aten::sort", "XLA") == "CompositeExplicitAutograd"
+    assert composite_key("aten::linalg_cholesky_ex", "PrivateUse1") == "CompositeExplicitAutogradNonFunctional"
+    assert composite_key("aten::linalg_cholesky_ex", "XLA") is None
+    assert composite_key("aten::sort", "XLA") == "CompositeExplicitAutograd"
 
 
 def test_a_composite_that_calls_only_itself_is_decomposed() -> None:
@@ -227,7 +229,7 @@ def test_emulated_tpu_raises_torchtpus_error_then_falls_back_for_real() -> None:
         # _unique2: TorchTPU has a kernel, so it is left alone; the dispatcher and the table agree it falls back
         line = torch._C._dispatch_dump_table("aten::_unique2").split("XLA:")[1].splitlines()[0]
         print("DUMP", "[backend fallback]" in line and not xla.has_kernel("aten::_unique2"))
-        print("HOOKED", "aten::unique_dim" in ops._EMULATION["ops"], "aten::_unique2" in ops._EMULATION["ops"])
+        print("HOOKED", "aten::unique_dim" in ops.emulated_ops(), "aten::_unique2" in ops.emulated_ops())
         # kernels torch_xla registers but that run its CPU fallback: the table's list must still be true
         v = torch.randn(8, 4).to(t.device)
         seen = set()
@@ -324,9 +326,9 @@ def test_cli_help() -> None:
 
 # ---------------------------------------------------------------- the generated page
 def test_coverage_page_is_generated_from_the_tables() -> None:
-    md = ops.render_coverage_page(targets=("tpu", "neuron"))
+    md = op_coverage.render(targets=("tpu", "neuron"))
     assert md.startswith("# Op coverage by target")
-    assert ops._tpu_json()["sha256"] in md
+    assert tpu_ops_data()["sha256"] in md
     row = next(line for line in md.splitlines() if line.startswith("| `torch.unique(x, dim=0)`"))
     assert "`unique_dim`" in row and "❌ raises" in row
     row = next(line for line in md.splitlines() if line.startswith("| `x @ w`"))

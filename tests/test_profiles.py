@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from xlaport.profiles import profile, profile_names, rules_markdown
+from xlaport.profiles import profile, profile_names
+from xlaport.reference import target_rules
 
 
 def test_every_rule_has_a_summary_and_a_source() -> None:
@@ -43,7 +44,7 @@ def test_unknown_profile_and_rule() -> None:
 
 
 def test_rules_page_lists_every_rule() -> None:
-    page = rules_markdown()
+    page = target_rules.render()
     for name in profile_names():
         for r in profile(name).rules:
             assert f"`{r.id}`" in page

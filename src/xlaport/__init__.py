@@ -1,19 +1,21 @@
 """xlaport: move PyTorch CUDA code to Google TPUs (TorchTPU) and AWS Trainium (TorchNeuron).
 
-Modules, one concept each:
+Module map (torch is imported only by the modules that need it; ``import xlaport`` is light)::
 
-- :mod:`xlaport.targets`  — get a device for ``cuda``/``tpu``/``neuron``/``cpu``, real or emulated
-- :mod:`xlaport.profiles` — each target's documented behaviour, as data with sources
-- :mod:`xlaport.detect`   — find real accelerators without starting them
-- :mod:`xlaport.recompile` — per-step compiles, compile time and recompile reasons; storm verdict
-- :mod:`xlaport.buckets`  — pad variable lengths to a few buckets (with attention masks) to stop recompiles
-- :mod:`xlaport.tiny_whisper` — a tiny mask-aware Whisper-style encoder-decoder and synthetic log-mel (recompile chapter)
-- :mod:`xlaport.guards`   — TorchTPU's storage-offset guard, applied on the emulated ``tpu`` target
-- :mod:`xlaport.cost`     — pricing math from sourced hardware facts: MFU, tokens/s, cost per token/image/run, migration break-even
-- :mod:`xlaport.ops`      — the ATen ops a model dispatches, per-target op support (TorchTPU, TorchNeuron, torch_xla), TorchTPU's missing-op rule
-- :mod:`xlaport.nonfinite` — find the first inf/NaN in a forward or backward pass (eager or compiled) and name the op
-- :mod:`xlaport.attention_numerics` — minimal reproductions of attention inf/NaN in low precision and under compile, with fixes; TorchTPU's SDPA path rule
-- :mod:`xlaport.api_mapping` — ``torch.cuda.*`` calls mapped to ``torch.accelerator``/TorchTPU/TorchNeuron, status and source per row, checked against the torch_tpu wheel
+    xlaport.targets        target("tpu"|"neuron"|"cuda"|"cpu"|"auto"): a device, real or emulated, with its rules
+    xlaport.profiles       each target's documented behaviour, as data with sources
+    xlaport.detect         find TPUs (PCI scan), Trainium and CUDA without starting any of them
+    xlaport.metrics        one reader of backend counters: compiles, executions, transfers, CPU fallbacks
+    xlaport.validate       one-line ValueErrors for numbers users pass in (torch-free)
+    xlaport.notebook       glue() and timer() for the book's chapters
+
+    xlaport.recompile      monitor (RecompileMonitor), guards (storage-offset guard), buckets, persistent_cache
+    xlaport.ops            trace (aten_ops), support (per-target tables), coverage, fallback (CPU-fallback switch), entry
+    xlaport.numerics       nonfinite (NonFiniteFinder), attention (inf/NaN reproductions and fixes)
+    xlaport.cost           facts (sourced hardware data), throughput (MFU, cost per unit), breakeven (torch-free)
+    xlaport.models         the chapters' small models: TinyWhisper, GPT, TinyDiT
+    xlaport.reference      data files with provenance, api_mapping, and one renderer per generated reference page
+    xlaport.cli            the ``xlaport`` command: one module per subcommand, loaded lazily
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Target profiles: each real target's documented behaviour, as data with sources.
 
-The rules live in ``data/profiles.toml``; this module only loads and queries
+The rules live in ``reference/data/profiles.toml``; this module only loads and queries
 them. :class:`xlaport.targets.Target` applies the ``compile_*`` rules, and the
 book renders every rule with its source, so behaviour and citation never drift
 apart.
@@ -11,10 +11,11 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from typing import Any
 
-__all__ = ["Rule", "Profile", "profile", "profile_names", "rules_markdown"]
+from .reference import data_text
+
+__all__ = ["Rule", "Profile", "profile", "profile_names"]
 
 _KINDS = {"compile_default", "compile_reject", "compile_ignore", "amp_dtype", "device_api", "note", "guard", "missing_op"}
 
@@ -75,7 +76,7 @@ class Profile:
 
 @cache
 def _load() -> dict[str, Profile]:
-    raw = tomllib.loads(resources.files("xlaport").joinpath("data/profiles.toml").read_text())
+    raw = tomllib.loads(data_text("profiles.toml"))
     out: dict[str, Profile] = {}
     for name, body in raw.items():
         rules = []
@@ -107,27 +108,3 @@ def profile(name: str) -> Profile:
     if name not in profiles:
         raise ValueError(f"unknown target {name!r}; choose one of: {', '.join(profiles)}")
     return profiles[name]
-
-
-def rules_markdown() -> str:
-    """The reference page listing every target's rules with their sources (rendered at build time)."""
-    lines = [
-        "# Target rules",
-        "",
-        "**Every behaviour the emulated targets reproduce, and every documented difference the book relies on, "
-        "is one rule in `src/xlaport/data/profiles.toml`, with its source.** This page is generated from that "
-        "file when the site is built; `xlaport target NAME --rules` prints the same list.",
-        "",
-    ]
-    for p in _load().values():
-        lines += [f"## `{p.name}`: {p.title}", ""]
-        if not p.rules:
-            lines += ["No rules beyond plain PyTorch.", ""]
-            continue
-        lines += ["| rule | kind | behaviour | source |", "|---|---|---|---|"]
-        for r in p.rules:
-            summary = r.summary.replace("|", "\\|")
-            source = r.source.replace("|", "\\|")
-            lines.append(f"| `{r.id}` | {r.kind} | {summary} | {source} |")
-        lines.append("")
-    return "\n".join(lines)

@@ -24,7 +24,7 @@ from typing import Any, Callable, Literal, TypeVar
 
 import torch
 
-from . import detect
+from . import detect, metrics
 from .profiles import Profile, profile
 
 __all__ = ["Target", "target", "TARGET_NAMES", "xla_device"]
@@ -130,7 +130,7 @@ class Target:
         requested = opts.get("backend", self.backend)
         opts["backend"] = self._backend_for(requested)
         if self.emulated and requested == self.profile.compile_backend and self.profile.has("storage-offset-guard"):
-            from .guards import with_storage_offset_guards  # the real backend installs these itself
+            from .recompile.guards import with_storage_offset_guards  # the real backend installs these itself
 
             opts["backend"] = with_storage_offset_guards(opts["backend"])
         if opts["backend"] != "inductor":
@@ -172,36 +172,24 @@ class Target:
     def compiles(self) -> int | None:
         """Programs compiled so far on this device (cache misses), or None where the backend does not say.
 
-        XLA (emulated targets): torch_xla's ``UncachedCompile`` counter. Real TPU:
-        TorchTPU's compilation-cache misses (``torch.tpu._get_cache_misses()``).
+        XLA (emulated targets): torch_xla's ``UncachedCompile`` counter. Real TPU: TorchTPU's
+        compilation-cache misses. Both read through :func:`xlaport.metrics.snapshot`.
         """
-        if self.on_xla:
-            import torch_xla.debug.metrics as met
-
-            return int(met.counter_value("UncachedCompile") or 0)
-        if self.device.type == "tpu" and not self.emulated:
-            try:
-                return int(torch.tpu._get_cache_misses())  # type: ignore[attr-defined]
-            except Exception:
-                return None
-        return None
+        if not (self.on_xla or self.device.type == "tpu" and not self.emulated):
+            return None
+        return metrics.snapshot(fallbacks=False).compiles
 
     def executions(self) -> int | None:
         """Programs executed so far on this device, or None where the backend does not say.
 
         XLA (emulated targets): torch_xla's ``ExecuteTime`` metric count. torch_xla records it
         from a completion callback that can run just after :meth:`sync` has the results, so this
-        first waits for those callbacks (``xm.wait_device_ops()``, about 2 ms on XLA:CPU): call
+        first waits for those callbacks (``snapshot(wait=True)``, about 2 ms on XLA:CPU): call
         it outside the region you time.
         """
-        if self.on_xla:
-            import torch_xla.core.xla_model as xm
-            import torch_xla.debug.metrics as met
-
-            xm.wait_device_ops()
-            data = met.metric_data("ExecuteTime")
-            return int(data[0]) if data else 0
-        return None
+        if not self.on_xla:
+            return None
+        return metrics.snapshot(wait=True, fallbacks=False).executions
 
     def manual_seed(self, seed: int) -> None:
         """Seed torch's generators for this target (host and device)."""
@@ -212,9 +200,9 @@ class Target:
             xm.set_rng_state(seed)
 
 
-def _real_device(device_type: str) -> torch.device:
+def _real_device(p: Profile) -> torch.device:
     """The device of a real accelerator whose backend has registered itself (tpu, neuron)."""
-    return torch.device(device_type)
+    return torch.device(p.device_type)
 
 
 def _cuda_target(p: Profile) -> Target:
@@ -230,7 +218,7 @@ def _cuda_target(p: Profile) -> Target:
 def _emulated(name: str, p: Profile) -> Target:
     device = xla_device()
     for rule in p.of_kind("missing_op") if device.type == "xla" else ():  # missing-op behaviour (xlaport.ops)
-        from .ops import emulate_missing_ops
+        from .ops.fallback import emulate_missing_ops
 
         emulate_missing_ops(rule)
     return Target(
@@ -247,7 +235,7 @@ def _tpu_target(p: Profile, allow_emulation: bool) -> Target:
         import torch_tpu  # noqa: F401  (registers the 'tpu' device)
 
         gens = sorted({c.generation for c in chips})
-        return Target("tpu", _real_device("tpu"), False, p, p.compile_backend, f"real TPU {'/'.join(gens)}, {len(chips)} chip(s)")
+        return Target("tpu", _real_device(p), False, p, p.compile_backend, f"real TPU {'/'.join(gens)}, {len(chips)} chip(s)")
     if not allow_emulation:
         raise RuntimeError("no TPU found by PCI scan (Google vendor 0x1ae0 behind VFIO)")
     return _emulated("tpu", p)
@@ -256,7 +244,7 @@ def _tpu_target(p: Profile, allow_emulation: bool) -> Target:
 def _neuron_target(p: Profile, allow_emulation: bool) -> Target:
     devs = detect.neuron_devices()
     if devs and detect.neuron_importable():
-        return Target("neuron", _real_device("neuron"), False, p, p.compile_backend, f"real Trainium, {len(devs)} Neuron device(s)")
+        return Target("neuron", _real_device(p), False, p, p.compile_backend, f"real Trainium, {len(devs)} Neuron device(s)")
     if not allow_emulation:
         raise RuntimeError("no Trainium found (/dev/neuron* with torch_neuronx installed)")
     return _emulated("neuron", p)

@@ -4,7 +4,7 @@ XLA (TorchTPU, TorchNeuron, torch_xla) compiles one executable per input shape. 
 padded to its own longest item has a new shape almost every step; a batch padded to the
 smallest *bucket* that holds it has one of ``len(buckets)`` shapes.
 
->>> from xlaport.buckets import choose_buckets, bucket_for, BucketCollate
+>>> from xlaport.recompile.buckets import choose_buckets, bucket_for, BucketCollate
 >>> choose_buckets([130, 250, 700, 990], "pow2")        # powers of two covering the range
 [256, 512, 1024]
 >>> choose_buckets(observed, "quantile:3")              # 3 buckets at the 1/3, 2/3, 1 quantiles

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from .targets import TARGET_NAMES, target
+from ..targets import TARGET_NAMES
+
+__all__ = ["configure", "run"]
 
 
-def _run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    from ..targets import target
+
     t = target(args.name)
     print(t.banner())
     if args.rules:
@@ -16,8 +20,6 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    p = sub.add_parser("target", help="show the device a target name gives on this machine (real or emulated)")
+def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", nargs="?", default="auto", choices=TARGET_NAMES, help="target name (default: auto)")
     p.add_argument("--rules", action="store_true", help="also list the target's documented rules with sources")
-    p.set_defaults(func=_run)

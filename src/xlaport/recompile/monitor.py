@@ -11,7 +11,7 @@ compiles it started, how long they took and why they happened.
 >>> mon.verdict()                                # Verdict(storm=True, reason='...')
 >>> mon.plot()
 
-Signals, each read from the backend itself and used only where it exists:
+Signals, each read from the backend itself (through :mod:`xlaport.metrics`) and used only where it exists:
 
 - **XLA** (torch_xla already imported by the caller; this module never imports it): the
   ``UncachedCompile`` counter and the ``CompileTime`` metric of ``torch_xla.debug.metrics``.
@@ -51,7 +51,6 @@ import logging
 import math
 import re
 import statistics
-import sys
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
@@ -60,6 +59,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
+
+from .. import metrics
 
 __all__ = [
     "RecompileMonitor",
@@ -369,30 +370,6 @@ _TAP = _DynamoTap()
 _SOURCES: tuple[str, ...] = ("auto", "xla", "torch_tpu", "dynamo")
 
 
-# --------------------------------------------------------------------------- backend probes
-def _xla_met() -> Any:
-    """torch_xla's metrics module if the caller already imported torch_xla, else None."""
-    if "torch_xla" not in sys.modules:
-        return None
-    try:
-        import torch_xla.debug.metrics as met
-
-        return met
-    except Exception:  # pragma: no cover
-        return None
-
-
-def _tpu_stats() -> tuple[int, int] | None:
-    """(requests, hits) of TorchTPU's compilation cache, only if torch_tpu is already loaded."""
-    if "torch_tpu" not in sys.modules:
-        return None
-    try:
-        s = torch.tpu._get_cache_stats()  # type: ignore[attr-defined]
-        return int(s.num_cache_reqs), int(s.num_cache_hits)
-    except Exception:
-        return None
-
-
 # --------------------------------------------------------------------------- the monitor
 class RecompileMonitor:
     """Record per-step wall time, compiles, compile time and recompile reasons.
@@ -466,31 +443,21 @@ class RecompileMonitor:
         """Which signal ``compiles`` counts: ``"xla"``, ``"torch_tpu"`` or ``"dynamo"``."""
         if self._source != "auto":
             return self._source
-        if _xla_met() is not None:
-            return "xla"
-        if _tpu_stats() is not None:
-            return "torch_tpu"
-        return "dynamo"
+        kind = metrics.backend()
+        return "dynamo" if kind == "none" else kind
 
     @property
     def signals(self) -> dict[str, bool]:
         """Which signals are available in this process right now."""
         return {
-            "xla_metrics": _xla_met() is not None,
-            "torch_tpu_cache": _tpu_stats() is not None,
+            "xla_metrics": metrics.xla_loaded(),
+            "torch_tpu_cache": metrics.snapshot(fallbacks=False).backend == "torch_tpu",
             "dynamo_callbacks": _TAP.available["callbacks"],
             "dynamo_reasons": _TAP.available["reasons"],
             "dynamo_limit": _TAP.available["limit"],
         }
 
     # ------------------------------------------------------------ steps
-    @staticmethod
-    def _xla_read(met: Any) -> tuple[int, int, float]:
-        unc = met.counter_value("UncachedCompile") or 0
-        cac = met.counter_value("CachedCompile") or 0
-        ct = met.metric_data("CompileTime")
-        return int(unc), int(cac), (float(ct[1]) * 1e-9 if ct else 0.0)
-
     @contextmanager
     def step(self, *inputs: Any, key: tuple[Hashable, ...] | None = None, label: str | None = None) -> Iterator[StepRecord]:
         """Time one step. ``inputs`` (or an explicit ``key``) name its shape key."""
@@ -499,13 +466,11 @@ class RecompileMonitor:
         self.start()
         if key is None and inputs:
             key = shape_key(*inputs)
-        met = _xla_met()
-        tpu0 = _tpu_stats()
-        if self._source == "xla" and met is None:
+        before = metrics.snapshot(fallbacks=False)
+        if self._source == "xla" and before.backend != "xla":
             raise ValueError("source='xla' but torch_xla is not imported in this process")
-        if self._source == "torch_tpu" and tpu0 is None:
+        if self._source == "torch_tpu" and before.backend != "torch_tpu":
             raise ValueError("source='torch_tpu' but torch_tpu is not imported in this process")
-        x0 = self._xla_read(met) if met is not None else None
         rec = StepRecord(index=len(self.records), wall_s=0.0, compiles=0, compile_s=None, source="", key=key, label=label)
         self._pending = []
         self._in_step = True
@@ -518,10 +483,9 @@ class RecompileMonitor:
             wall = time.perf_counter() - t0
             self._in_step = False
             events, self._pending = self._pending, None
-            self._finish(rec, wall, events, met, x0, tpu0)
+            self._finish(rec, wall, events, metrics.snapshot(fallbacks=False).delta(before))
 
-    def _finish(self, rec: StepRecord, wall: float, events: list[CompileEvent], met: Any,
-                x0: tuple[int, int, float] | None, tpu0: tuple[int, int] | None) -> None:
+    def _finish(self, rec: StepRecord, wall: float, events: list[CompileEvent], d: metrics.Snapshot) -> None:
         rec.wall_s = wall
         dyn = [e for e in events if e.source == "dynamo"]
         rec.dynamo_compiles = len(dyn)
@@ -533,13 +497,10 @@ class RecompileMonitor:
                 rec.kinds.append(e.kind or "other")
             if e.source == "dynamo-limit":
                 rec.limit_hit = True
-        if met is not None and x0 is not None:
-            x1 = self._xla_read(met)
-            rec.xla_compiles, rec.xla_cached = x1[0] - x0[0], x1[1] - x0[1]
-            rec.xla_compile_s = x1[2] - x0[2]
-        tpu1 = _tpu_stats() if tpu0 is not None else None
-        if tpu0 is not None and tpu1 is not None:
-            rec.tpu_cache_misses = (tpu1[0] - tpu1[1]) - (tpu0[0] - tpu0[1])
+        if d.backend == "xla":
+            rec.xla_compiles, rec.xla_cached, rec.xla_compile_s = d.compiles, d.cached_compiles, d.compile_s
+        elif d.backend == "torch_tpu":
+            rec.tpu_cache_misses = d.compiles
         want = self._source
         if want == "dynamo":
             rec.source, rec.compiles, rec.compile_s = "dynamo", rec.dynamo_compiles, rec.dynamo_compile_s

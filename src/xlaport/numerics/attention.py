@@ -3,7 +3,7 @@
 Each case builds a tiny attention (or autocast) program, runs forward and backward on one
 device, eagerly or through a compile function, and says whether the forward output and
 the gradients are finite. The chapter ``notebooks/attention_numerics.ipynb`` runs them on
-CPU (in a subprocess without torch_xla, via ``python -m xlaport.attention_numerics``) and
+CPU (in a subprocess without torch_xla, via ``python -m xlaport.cli attention-check --json``) and
 on the emulated ``tpu``/``neuron`` targets. You can run the same table on a real device.
 
 Cases (each with its upstream source):
@@ -23,9 +23,7 @@ Cases (each with its upstream source):
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
 import math
 import sys
 from collections.abc import Callable, Iterator
@@ -37,7 +35,8 @@ import torch._functorch.config as functorch_config
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["CASES", "Case", "Outcome", "plan", "run_case", "run_table", "safe_softmax", "tpu_sdpa_backend"]
+__all__ = ["CASES", "Case", "Outcome", "Fp32Island", "plan", "run_case", "run_table", "table", "compile_modes", "safe_softmax",
+           "tpu_sdpa_backend"]
 
 CompileFn = Callable[[Callable[..., Any]], Callable[..., Any]]
 
@@ -143,7 +142,7 @@ def safe_softmax(scores: torch.Tensor, keep: torch.Tensor, dim: int = -1) -> tor
 
 
 # ---------------------------------------------------------------- case 1: pytorch#153044
-class _Fp32Island(nn.Module):
+class Fp32Island(nn.Module):
     """The shape of the program in pytorch/pytorch#153044: low-precision matmul, then an fp32 island."""
 
     def __init__(self, device_type: str) -> None:
@@ -159,7 +158,7 @@ class _Fp32Island(nn.Module):
 
 
 def _autocast_outside_compile(device: torch.device, dtype: torch.dtype, compile_fn: CompileFn | None, variant: str) -> tuple[bool, bool]:
-    model = _Fp32Island(device.type).to(device)
+    model = Fp32Island(device.type).to(device)
     x = torch.ones(1, 4, device=device)
     if variant == "autocast inside the compiled region":
 
@@ -336,7 +335,7 @@ def tpu_sdpa_backend(
         raise ValueError(f"query_shape must be a tuple of non-negative ints, got {query_shape!r}")
     if not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p!r}")
-    from .profiles import profile
+    from ..profiles import profile
 
     head_dim = query_shape[-1]
     flash = (
@@ -352,25 +351,30 @@ def tpu_sdpa_backend(
     return "math" if dropout_p == 0.0 else "none"
 
 
-# ---------------------------------------------------------------- command line (used for the CPU column)
-def _cpu_modes(backends: list[str]) -> dict[str, CompileFn | None]:
+# ---------------------------------------------------------------- the whole table, as data
+def compile_modes(backends: list[str]) -> dict[str, CompileFn | None]:
+    """Eager plus one ``torch.compile(backend=b)`` mode per backend name (CPU runs)."""
     modes: dict[str, CompileFn | None] = {"eager": None}
     for b in backends:
         modes[b] = lambda fn, b=b: torch.compile(fn, backend=b)
     return modes
 
 
-def _table(args: argparse.Namespace) -> dict[str, Any]:
-    if args.case is not None and args.case not in CASES:
-        raise ValueError(f"unknown case {args.case!r}; choose one of: {', '.join(CASES)}")
-    rows = [r for r in plan() if args.case in (None, r[0])]
-    backends = [b for b in args.backends.split(",") if b]
-    if args.target == "cpu":
-        device, modes = torch.device("cpu"), _cpu_modes(backends)
-    else:
-        from .targets import target
+def table(target: str = "cpu", backends: tuple[str, ...] | list[str] = ("aot_eager",), case: str | None = None) -> dict[str, Any]:
+    """Run the reproductions and their fixes: on CPU (eager + ``backends``) or on a target (eager + its compile).
 
-        t = target(args.target)
+    Returns plain data (JSON-ready): torch version, device, autocast default, whether torch_xla
+    was imported, and one outcome dict per (case, variant, dtype, mode).
+    """
+    if case is not None and case not in CASES:
+        raise ValueError(f"unknown case {case!r}; choose one of: {', '.join(CASES)}")
+    rows = [r for r in plan() if case in (None, r[0])]
+    if target == "cpu":
+        device, modes = torch.device("cpu"), compile_modes([b for b in backends if b])
+    else:
+        from ..targets import target as get_target
+
+        t = get_target(target)
         device, modes = t.device, {"eager": None, "compiled": t.compile}
     return {
         "torch": torch.__version__,
@@ -379,33 +383,3 @@ def _table(args: argparse.Namespace) -> dict[str, Any]:
         "torch_xla_imported": "torch_xla" in sys.modules,
         "outcomes": [asdict(o) for o in run_table(device, modes, rows)],
     }
-
-
-def _run(args: argparse.Namespace) -> int:
-    result = _table(args)
-    if args.json:
-        print(json.dumps(result))
-        return 0
-    print(f"torch {result['torch']} on {result['device']}; backward_pass_autocast default: {result['backward_pass_autocast_default']!r}")
-    for o in result["outcomes"]:
-        cell = Outcome(**o).cell
-        print(f"{o['case']:26s} {o['variant']:38s} {o['dtype']:9s} {o['mode']:10s} {cell}")
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    from .attention_cli import register
-
-    p = argparse.ArgumentParser(prog="python -m xlaport.attention_numerics", description="Run the attention-numerics table and print JSON (the chapter's CPU column).")
-    register(p.add_subparsers(dest="command"))
-    args = p.parse_args(["attention-check", *(argv if argv is not None else sys.argv[1:])])
-    args.json = True
-    try:
-        return _run(args)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -2,8 +2,8 @@
 
 TorchTPU 0.2.0's compile backend installs an ``EQUALS_MATCH`` Dynamo guard on the
 storage offset of every tensor input of each graph it compiles (torch_tpu 0.2.0
-wheel, ``_guard_input_storage_offsets``, called from ``TpuBackend.__call__``; see
-``shared/research/torchtpu-0.2.0.md`` §3.3). Stock Dynamo's ``TENSOR_MATCH`` guard
+wheel, ``_guard_input_storage_offsets``, called from ``TpuBackend.__call__`` in
+``torch_tpu/_internal/compile/_backend.py``). Stock Dynamo's ``TENSOR_MATCH`` guard
 checks dtype, device, shape and strides but not the storage offset, so on CUDA or
 CPU ``f(sigmas[3])`` reuses the graph compiled for ``f(sigmas[2])``. On TPU it
 recompiles, once per new offset, until Dynamo's recompile limit (8) sends the frame
@@ -15,7 +15,7 @@ target when the profile has the ``storage-offset-guard`` rule, so the emulator
 recompiles exactly where TorchTPU does.
 
 >>> import torch
->>> from xlaport.guards import with_storage_offset_guards
+>>> from xlaport.recompile.guards import with_storage_offset_guards
 >>> step = torch.compile(fn, backend=with_storage_offset_guards("aot_eager"))
 
 A recompile caused by this guard is reported by Dynamo (``TORCH_LOGS=recompiles``)

@@ -14,37 +14,18 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
-import sys
-from typing import Any, NoReturn
 
-from . import cost
+from .. import cost
+from ..validate import fraction, unit_interval
+from .args import OneLineParser, positive_whole, positive_real, real, whole
 
-
-class _OneLineParser(argparse.ArgumentParser):
-    """Usage errors as one line (exit 2), and '-8e9' read as a (bad) number, not an option."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(nan|inf)$", re.I)
-
-    def error(self, message: str) -> NoReturn:
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
-        sys.exit(2)
-
-
-def _num(name: str, s: Any) -> float:
-    return cost._number(name, s)
-
-
-def _pos(name: str, s: Any) -> float:
-    return cost._positive(name, s)
+__all__ = ["configure", "run"]
 
 
 def _price(args: argparse.Namespace, c: cost.Chip, prefix: str = "") -> tuple[float, str]:
     given = getattr(args, f"{prefix}price")
     if given is not None:
-        return _pos(f"--{prefix.replace('_', '-')}price", given), "given"
+        return positive_real(f"--{prefix.replace('_', '-')}price", given), "given"
     term = getattr(args, f"{prefix}term")
     f = c.price_fact(term)
     return f.value, f"{term}, {f.evidence}"
@@ -57,11 +38,11 @@ def _table(rows: list[tuple[str, str]]) -> None:
 
 
 def _fpt(args: argparse.Namespace) -> float:
-    return cost.flop_per_token(_pos("--params", args.params), args.mode,
-                               n_layers=int(cost._non_negative("--layers", args.layers)),
-                               n_heads=int(cost._non_negative("--heads", args.heads)),
-                               head_dim=int(cost._non_negative("--head-dim", args.head_dim)),
-                               seq_len=int(cost._non_negative("--seq-len", args.seq_len)))
+    return cost.flop_per_token(positive_real("--params", args.params), args.mode,
+                               n_layers=whole("--layers", args.layers),
+                               n_heads=whole("--heads", args.heads),
+                               head_dim=whole("--head-dim", args.head_dim),
+                               seq_len=whole("--seq-len", args.seq_len))
 
 
 def _chips_cmd(args: argparse.Namespace) -> int:
@@ -88,16 +69,16 @@ def _chips_cmd(args: argparse.Namespace) -> int:
 def _throughput(args: argparse.Namespace) -> tuple[cost.Chip, float, float, float, float, str]:
     """What `tokens` and `train` share: chip, chip count, FLOP per token, tokens/s per chip at --mfu, price."""
     c = cost.chip(args.chip)
-    n = _pos("--chips", args.chips)
+    n = positive_whole("--chips", args.chips)
     fpt = _fpt(args)
-    per_chip = cost.tokens_per_s(cost._fraction("--mfu", args.mfu), fpt, c.peak_bf16_flop_per_s)
+    per_chip = cost.tokens_per_s(fraction("--mfu", args.mfu), fpt, c.peak_bf16_flop_per_s)
     price, how = _price(args, c)
     return c, n, fpt, per_chip, price, how
 
 
 def _tokens_cmd(args: argparse.Namespace) -> int:
     c, n, fpt, per_chip, price, how = _throughput(args)
-    usd = cost.usd_per_million_tokens(per_chip, price, cost._fraction("--utilisation", args.utilisation))
+    usd = cost.usd_per_million_tokens(per_chip, price, fraction("--utilisation", args.utilisation))
     _table([("chip", c.name), ("FLOP per token", f"{fpt:.4g} ({args.mode})"),
             ("tokens/s per chip", f"{per_chip:,.0f}"), ("tokens/s total", f"{per_chip * n:,.0f}"),
             ("price", f"${price:.2f} per chip-hour ({how})"), ("USD per million tokens", f"{usd:.4f}")])
@@ -107,8 +88,8 @@ def _tokens_cmd(args: argparse.Namespace) -> int:
 def _mfu_cmd(args: argparse.Namespace) -> int:
     c = cost.chip(args.chip)
     fpt = _fpt(args)
-    m = cost.mfu_fraction(_num("--tokens-per-s", args.tokens_per_s), fpt, c.peak_bf16_flop_per_s,
-                          _pos("--chips", args.chips))
+    m = cost.mfu_fraction(real("--tokens-per-s", args.tokens_per_s), fpt, c.peak_bf16_flop_per_s,
+                          positive_whole("--chips", args.chips))
     _table([("chip", c.name), ("FLOP per token", f"{fpt:.4g} ({args.mode})"), ("MFU", f"{m:.1%}")]
            + ([("note", "MFU above 100%: the inputs are inconsistent (check the parameter count and mode)")]
               if m > 1 else []))
@@ -118,10 +99,10 @@ def _mfu_cmd(args: argparse.Namespace) -> int:
 def _image_cmd(args: argparse.Namespace) -> int:
     c = cost.chip(args.chip)
     price, how = _price(args, c)
-    s = _pos("--ms-per-step", args.ms_per_step) / 1000.0
-    steps = _pos("--steps", args.steps)
-    usd = cost.usd_per_item(s, steps, price, _pos("--chips", args.chips),
-                            cost._fraction("--utilisation", args.utilisation))
+    s = positive_real("--ms-per-step", args.ms_per_step) / 1000.0
+    steps = positive_whole("--steps", args.steps)
+    usd = cost.usd_per_item(s, steps, price, positive_whole("--chips", args.chips),
+                            fraction("--utilisation", args.utilisation))
     _table([("chip", c.name), ("seconds per image", f"{s * steps:.3f}"),
             ("price", f"${price:.2f} per chip-hour ({how})"), ("USD per image", f"{usd:.5f}"),
             ("images per USD", f"{1 / usd:,.1f}")])
@@ -130,9 +111,9 @@ def _image_cmd(args: argparse.Namespace) -> int:
 
 def _train_cmd(args: argparse.Namespace) -> int:
     c, n, _, per_chip, price, how = _throughput(args)
-    tokens = _pos("--tokens", args.tokens)
+    tokens = positive_real("--tokens", args.tokens)
     secs = cost.train_time_s(tokens, per_chip * n)
-    usd = cost.train_cost_usd(tokens, per_chip, price, cost._fraction("--utilisation", args.utilisation))
+    usd = cost.train_cost_usd(tokens, per_chip, price, fraction("--utilisation", args.utilisation))
     _table([("chip", f"{c.name} x {n:g}"), ("tokens/s total", f"{per_chip * n:,.0f}"),
             ("time", f"{secs / 86400:,.2f} days"), ("price", f"${price:.2f} per chip-hour ({how})"),
             ("cost", f"${usd:,.0f}")])
@@ -143,23 +124,23 @@ def _breakeven_cmd(args: argparse.Namespace) -> int:
     cur_chip, new_chip = cost.chip(args.from_chip), cost.chip(args.to_chip)
     cur_price, cur_how = _price(args, cur_chip, "from_")
     new_price, new_how = _price(args, new_chip, "to_")
-    current = cost.Side(cur_chip.id, cur_price, cost._fraction("--from-mfu", args.from_mfu),
-                         cost._fraction("--from-utilisation", args.from_utilisation))
-    proposed = cost.Side(new_chip.id, new_price, cost._fraction("--to-mfu", args.to_mfu),
-                         cost._fraction("--to-utilisation", args.to_utilisation))
-    fleet = _pos("--from-chips", args.from_chips)
+    current = cost.Side(cur_chip.id, cur_price, fraction("--from-mfu", args.from_mfu),
+                         fraction("--from-utilisation", args.from_utilisation))
+    proposed = cost.Side(new_chip.id, new_price, fraction("--to-mfu", args.to_mfu),
+                         fraction("--to-utilisation", args.to_utilisation))
+    fleet = positive_whole("--from-chips", args.from_chips)
     flop_per_month = (fleet * cost.hours_per_month() * 3600 * current.utilisation * current.mfu
                       * cur_chip.peak_bf16_flop_per_s)
-    m = cost.Migration(kernels=_num("--kernels", args.kernels),
-                       person_weeks_per_kernel=_num("--weeks-per-kernel", args.weeks_per_kernel),
-                       port_person_weeks=_num("--port-weeks", args.port_weeks),
-                       validation_person_weeks=_num("--validation-weeks", args.validation_weeks),
-                       usd_per_person_week=_num("--usd-per-person-week", args.usd_per_person_week),
-                       team_size=_num("--team", args.team),
-                       velocity_loss=cost._unit_interval("--velocity-loss", args.velocity_loss),
-                       disruption_weeks=_num("--disruption-weeks", args.disruption_weeks),
-                       ongoing_person_weeks_per_month=_num("--ongoing-weeks-per-month", args.ongoing_weeks_per_month))
-    horizon = _num("--horizon-months", args.horizon_months)
+    m = cost.Migration(kernels=whole("--kernels", args.kernels),
+                       person_weeks_per_kernel=real("--weeks-per-kernel", args.weeks_per_kernel),
+                       port_person_weeks=real("--port-weeks", args.port_weeks),
+                       validation_person_weeks=real("--validation-weeks", args.validation_weeks),
+                       usd_per_person_week=real("--usd-per-person-week", args.usd_per_person_week),
+                       team_size=whole("--team", args.team),
+                       velocity_loss=unit_interval("--velocity-loss", args.velocity_loss),
+                       disruption_weeks=real("--disruption-weeks", args.disruption_weeks),
+                       ongoing_person_weeks_per_month=real("--ongoing-weeks-per-month", args.ongoing_weeks_per_month))
+    horizon = real("--horizon-months", args.horizon_months)
     d = cost.decide(flop_per_month, current, proposed, m, horizon)
     p_star = cost.break_even_current_usd_per_chip_hour(flop_per_month, current, proposed, m, horizon)
     be = "never (no monthly saving)" if math.isinf(d.break_even_months) else f"{d.break_even_months:.1f} months"
@@ -195,25 +176,21 @@ def _price_args(p: argparse.ArgumentParser, prefix: str = "") -> None:
         p.add_argument("--utilisation", default=1.0, help="fraction of paid hours doing work (default 1)")
 
 
-def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    p = sub.add_parser("cost", help="pricing math: MFU, tokens/s, cost per token/image/run, migration break-even",
-                       description="Pricing math from sourced hardware facts (xlaport/data/hardware.toml).")
-    cs = p.add_subparsers(dest="cost_command", metavar="QUESTION", parser_class=_OneLineParser)
+def configure(p: argparse.ArgumentParser) -> None:
+    p.description = "Pricing math from sourced hardware facts (xlaport/reference/data/hardware.toml)."
+    cs = p.add_subparsers(dest="cost_command", metavar="QUESTION", parser_class=OneLineParser)
 
     c = cs.add_parser("chips", help="list chips, peak FLOP/s, memory and published prices")
     c.add_argument("--sources", action="store_true", help="also print every value's source, date and evidence")
-    c.set_defaults(func=_chips_cmd)
 
     t = cs.add_parser("tokens", help="tokens/s and USD per million tokens at a given MFU")
     _flop_args(t)
     t.add_argument("--mfu", required=True, help="model FLOPs utilisation, a fraction (0.4 = 40%%)")
     _price_args(t)
-    t.set_defaults(func=_tokens_cmd)
 
     m = cs.add_parser("mfu", help="MFU from measured tokens/s")
     _flop_args(m)
     m.add_argument("--tokens-per-s", required=True, help="measured tokens/s over all chips")
-    m.set_defaults(func=_mfu_cmd)
 
     i = cs.add_parser("image", help="USD per image and images per USD from time per step")
     i.add_argument("--chip", required=True, help="chip id")
@@ -221,14 +198,12 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     i.add_argument("--steps", default=28, help="steps per image (default 28, diffusers FluxPipeline)")
     i.add_argument("--chips", default=1, help="chips per image (default 1)")
     _price_args(i)
-    i.set_defaults(func=_image_cmd)
 
     tr = cs.add_parser("train", help="time and cost to train on N tokens")
     _flop_args(tr)
     tr.add_argument("--tokens", required=True, help="training tokens, e.g. 1e12")
     tr.add_argument("--mfu", required=True, help="model FLOPs utilisation, a fraction")
     _price_args(tr)
-    tr.set_defaults(func=_train_cmd)
 
     b = cs.add_parser("breakeven", help="months until a migration pays back, and the net over a horizon")
     b.add_argument("--from-chip", required=True, help="chip you run on now")
@@ -251,10 +226,13 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     b.add_argument("--ongoing-weeks-per-month", default=0.0,
                    help="extra person-weeks a month after the move (new kernels written twice; default 0)")
     b.add_argument("--horizon-months", default=24, help="months to total over (default 24)")
-    b.set_defaults(func=_breakeven_cmd)
 
-    def _help(args: argparse.Namespace) -> int:
-        p.print_help()
-        return 2
 
-    p.set_defaults(func=_help)
+_QUESTIONS = {"chips": _chips_cmd, "tokens": _tokens_cmd, "mfu": _mfu_cmd, "image": _image_cmd, "train": _train_cmd,
+              "breakeven": _breakeven_cmd}
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.cost_command:
+        raise ValueError("name a question: " + ", ".join(_QUESTIONS) + " (see 'xlaport cost --help')")
+    return _QUESTIONS[args.cost_command](args)

@@ -1,31 +1,31 @@
 """``torch.cuda.*`` calls and what they become on ``torch.accelerator``, TorchTPU and TorchNeuron.
 
-The table is data (``data/api_mapping.toml``): one row per CUDA call, and for each backend a
-spelling, a status (:data:`STATUSES`) and a source. :func:`mapping_markdown` renders the book's
+The table is data (``reference/data/api_mapping.toml``): one row per CUDA call, and for each backend a
+spelling, a status (:data:`STATUSES`) and a source. :func:`render` renders the book's
 "API mapping" page from it. The TorchTPU column is checked against the public API surface of
 the torch_tpu wheel, recorded without importing torch_tpu by ``scripts/torch_tpu_api_surface.py``
-into ``data/torch_tpu-<version>-api-surface.json``: :func:`tpu_status_from_surface` derives the
+into ``reference/data/torch_tpu-<version>-api-surface.json``: :func:`tpu_status_from_surface` derives the
 status a ``torch.tpu.*`` spelling must have from that file.
 
->>> from xlaport.api_mapping import rows, lookup
+>>> from xlaport.reference.api_mapping import rows, lookup
 >>> [r.tpu.status for r in lookup("synchronize")]
 ['raises']
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import tomllib
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Any
+
+from . import data_text
 
 __all__ = [
     "STATUSES", "Cell", "Row", "rows", "meta", "surface", "lookup",
-    "tpu_status_from_surface", "reference_torch", "mapping_markdown", "register",
+    "tpu_status_from_surface", "reference_torch", "render",
 ]
 
 STATUSES: dict[str, str] = {
@@ -64,7 +64,7 @@ class Row:
 
 
 def _data(name: str) -> str:
-    return resources.files("xlaport").joinpath(f"data/{name}").read_text()
+    return data_text(name)
 
 
 @cache
@@ -182,8 +182,8 @@ def _cell(c: Cell) -> str:
     return "<br>".join(p for p in parts if p)
 
 
-def mapping_markdown() -> str:
-    """The book's "API mapping" page (MyST markdown), rendered from data/api_mapping.toml."""
+def render() -> str:
+    """The book's "API mapping" page (MyST markdown), rendered from reference/data/api_mapping.toml."""
     m, surf = meta(), surface()
     all_rows = rows()
     counts = {s: sum(r.tpu.status == s for r in all_rows) for s in STATUSES}
@@ -222,28 +222,3 @@ def mapping_markdown() -> str:
             lines.append(f"| {_code(r.cuda)} | {acc} | {_cell(r.tpu)} | {_cell(r.neuron)} | {src} |")
     lines += ["", "\"wheel\" in a source means the torch_tpu 0.2.0 wheel, at the file named.", ""]
     return "\n".join(lines)
-
-
-# --------------------------------------------------------------------------- CLI
-def _run(args: argparse.Namespace) -> int:
-    found = lookup(args.query) if args.query else list(rows())
-    if args.status:
-        found = [r for r in found if r.tpu.status == args.status]
-    if not found:
-        raise ValueError(f"no torch.cuda call in the mapping matches {args.query!r}" + (f" with TPU status {args.status}" if args.status else ""))
-    for r in found:
-        print(r.cuda)
-        if r.accelerator:
-            print(f"  torch.accelerator: {r.accelerator}" + (f"  (torch >= {r.accelerator_since})" if r.accelerator_since else ""))
-        for name, c in (("TorchTPU", r.tpu), ("TorchNeuron", r.neuron)):
-            note = f" - {c.note}" if c.note else ""
-            print(f"  {name}: {c.spelling or '-'} [{c.status}]{note}\n    source: {c.source}")
-    return 0
-
-
-def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    p = sub.add_parser("api-map", help="what a torch.cuda call becomes on torch.accelerator, TorchTPU and TorchNeuron",
-                       description="Look up torch.cuda calls in xlaport's API mapping (with status and source per backend).")
-    p.add_argument("query", nargs="?", default="", help="part of a torch.cuda call, e.g. 'synchronize' (default: all rows)")
-    p.add_argument("--status", choices=tuple(STATUSES), help="only rows with this TorchTPU status")
-    p.set_defaults(func=_run)

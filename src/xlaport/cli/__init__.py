@@ -1,0 +1,101 @@
+"""The ``xlaport`` command line: one module per subcommand, loaded only when that subcommand runs.
+
+``COMMANDS`` maps each subcommand to the module that implements it and a one-line help. A
+subcommand module defines ``configure(parser)`` (its arguments) and ``run(args) -> int``.
+``xlaport --help`` imports none of them, so it starts without torch; so does ``xlaport cost``.
+Bad user input prints one line (``xlaport CMD: error: ...``) and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import ModuleType
+
+from .args import OneLineParser
+
+__all__ = ["COMMANDS", "Command", "build_parser", "main"]
+
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand: its name, the module that implements it, and its one-line help."""
+
+    name: str
+    module: str
+    help: str
+    needs_torch: bool
+
+    def load(self) -> ModuleType:
+        return importlib.import_module(self.module)
+
+
+COMMANDS: dict[str, Command] = {c.name: c for c in (
+    Command("target", "xlaport.cli.target", "show the device a target name gives on this machine (real or emulated)", True),
+    Command("ops", "xlaport.cli.ops", "list the ATen ops a Python file or callable dispatches and what each target does "
+            "with them", True),
+    Command("api-map", "xlaport.cli.api_map", "what a torch.cuda call becomes on torch.accelerator, TorchTPU and "
+            "TorchNeuron", False),
+    Command("cost", "xlaport.cli.cost", "pricing math: peak FLOP/s, MFU, cost per token, image and run, migration "
+            "break-even", False),
+    Command("attention-check", "xlaport.cli.attention", "run the attention inf/NaN reproductions and their fixes on "
+            "this machine", True),
+)}
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def _command_in(argv: Sequence[str]) -> str | None:
+    """The subcommand named in argv (the first argument that is not an option), if any."""
+    for a in argv:
+        if a == "--":
+            return None
+        if not a.startswith("-"):
+            return a if a in COMMANDS else None
+    return None
+
+
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The top-level parser. Only the subcommand named in ``argv`` (if any) is imported and configured."""
+    parser = OneLineParser(
+        prog="xlaport",
+        description="Tools for moving PyTorch CUDA code to TPU (TorchTPU) and Trainium (TorchNeuron). "
+        "Run 'xlaport COMMAND --help' for a command's options.",
+    )
+    parser.add_argument("--version", action="version", version=f"xlaport {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
+    chosen = _command_in(argv)
+    for cmd in COMMANDS.values():
+        p = sub.add_parser(cmd.name, help=cmd.help, description=cmd.help)
+        if cmd.name == chosen:
+            module = cmd.load()
+            module.configure(p)
+            p.set_defaults(func=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, FileNotFoundError, KeyError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
+        print(f"xlaport {args.command}: error: {msg}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # e.g. `xlaport cost chips | head`: the reader left, not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -1,0 +1,7 @@
+"""``python -m xlaport.cli``: the same as the ``xlaport`` console script."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

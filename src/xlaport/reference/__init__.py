@@ -1,0 +1,45 @@
+"""The book's reference data and the pages rendered from it.
+
+``reference/data/`` holds every data file with provenance (target rules, op tables read from the
+torch_tpu wheel, TorchNeuron's op list, the API mapping, hardware facts). Each generated reference
+page has one module here, named as the page, with ``render() -> str`` (MyST markdown):
+
+==================  =========================================  ======================================
+page / module       rendered from                               query API
+==================  =========================================  ======================================
+``target_rules``    ``data/profiles.toml``                      :mod:`xlaport.profiles`
+``api_mapping``     ``data/api_mapping.toml`` + API surface     :mod:`xlaport.reference.api_mapping`
+``op_coverage``     ``data/torch_tpu-0.2.0-ops.json`` and more  :mod:`xlaport.ops`
+``hardware``        ``data/hardware.toml``                      :mod:`xlaport.cost`
+==================  =========================================  ======================================
+
+``scripts/build_site.py`` writes each to ``book/generated/<page>.md`` at build time.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib import resources
+
+__all__ = ["PAGES", "data_text", "render"]
+
+PAGES: tuple[str, ...] = ("target_rules", "api_mapping", "op_coverage", "hardware")
+
+
+def data_text(name: str) -> str:
+    """The text of data file ``name`` in ``xlaport/reference/data/``."""
+    path = resources.files(__name__).joinpath("data", name)
+    if not path.is_file():
+        raise ValueError(f"no reference data file {name!r}")
+    return path.read_text(encoding="utf-8")
+
+
+def render(page: str) -> str:
+    """The MyST markdown of reference page ``page`` (one of :data:`PAGES`).
+
+    ``op_coverage`` imports torch_xla (its ``xla`` column), which changes Dynamo's global config:
+    render it in a process of its own, as the site build does.
+    """
+    if page not in PAGES:
+        raise ValueError(f"unknown reference page {page!r}; choose one of: {', '.join(PAGES)}")
+    return str(importlib.import_module(f"{__name__}.{page}").render())
