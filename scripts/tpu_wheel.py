@@ -13,7 +13,17 @@ from pathlib import Path
 
 def download(package: str, version: str, dest: Path) -> Path:
     """``pip download`` one binary wheel of ``package==version`` into ``dest``; its path."""
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", f"{package}=={version}", "-d", str(dest)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        f"{package}=={version}",
+        "-d",
+        str(dest),
+    ]
     print("+", " ".join(cmd), flush=True)
     subprocess.run(cmd, check=True)
     wheels = sorted(dest.glob(f"{package}-{version}-*.whl"))
