@@ -129,12 +129,18 @@ class Snapshot:
 
     def as_dict(self) -> dict[str, Any]:
         """The derived counts as a plain dict (for JSON, tables and glue)."""
-        return {"backend": self.backend, "compiles": self.compiles, "cached_compiles": self.cached_compiles,
-                "compile_s": self.compile_s, "executions": self.executions,
-                "transfers_from_device": self.transfers_from_device, "fallbacks": self.fallbacks}
+        return {
+            "backend": self.backend,
+            "compiles": self.compiles,
+            "cached_compiles": self.cached_compiles,
+            "compile_s": self.compile_s,
+            "executions": self.executions,
+            "transfers_from_device": self.transfers_from_device,
+            "fallbacks": self.fallbacks,
+        }
 
 
-def _xla_snapshot(wait: bool, fallbacks: bool, extra: Iterable[str]) -> Snapshot:
+def _xla_snapshot(wait: bool, fallbacks: bool, extra: Iterable[str], time_metrics: Iterable[str]) -> Snapshot:
     import torch_xla.debug.metrics as met
 
     if wait:
@@ -148,7 +154,7 @@ def _xla_snapshot(wait: bool, fallbacks: bool, extra: Iterable[str]) -> Snapshot
         names += [n for n in met.counter_names() if n.startswith("aten::")]
     counters = {n: int(met.counter_value(n) or 0) for n in names}
     times = {}
-    for name in TIME_METRICS:
+    for name in time_metrics:
         data = met.metric_data(name)
         times[name] = (int(data[0]), float(data[1]) * 1e-9) if data else (0, 0.0)
     return Snapshot("xla", counters, times)
@@ -165,19 +171,23 @@ def _torch_tpu_snapshot() -> Snapshot:
     return Snapshot("torch_tpu", counters)
 
 
-def snapshot(*, wait: bool = False, fallbacks: bool = True, extra: Iterable[str] = ()) -> Snapshot:
+def snapshot(
+    *, wait: bool = False, fallbacks: bool = True, extra: Iterable[str] = (), times: Iterable[str] = TIME_METRICS
+) -> Snapshot:
     """Read the backend's counters now. Never imports torch_xla or torch_tpu.
 
     ``wait=True`` (XLA) first waits for queued device work and its bookkeeping, so that
     ``executions`` is exact: call it outside a region you time. ``fallbacks=False`` skips the
     per-op ``aten::*`` counters (a little faster, for per-step reads). ``extra`` names more XLA
-    counters to read, e.g. ``("PersistentCacheHit", "PersistentCacheMiss")``.
+    counters to read, e.g. ``("PersistentCacheHit", "PersistentCacheMiss")``. ``times`` picks the time metrics
+    read (each read also copies the metric's recent samples, so a per-step reader asks only for what it uses,
+    e.g. ``times=("CompileTime",)``); a metric not read counts as zero.
     """
-    if isinstance(extra, str):
-        raise ValueError("extra takes a list of counter names, not one string")
+    if isinstance(extra, str) or isinstance(times, str):
+        raise ValueError("extra and times take lists of names, not one string")
     kind = backend()
     if kind == "xla":
-        return _xla_snapshot(wait, fallbacks, extra)
+        return _xla_snapshot(wait, fallbacks, extra, times)
     if kind == "torch_tpu":
         return _torch_tpu_snapshot()
     return Snapshot("none")

@@ -10,7 +10,24 @@ process its compiles).
 
 from __future__ import annotations
 
-from .monitor import CompileEvent, RecompileMonitor, StepRecord, Summary, Verdict, describe_key_change, parse_reason, shape_key
+from .monitor import (
+    CompileEvent,
+    RecompileMonitor,
+    StepRecord,
+    Summary,
+    Verdict,
+    describe_key_change,
+    parse_reason,
+    shape_key,
+)
 
-__all__ = ["RecompileMonitor", "StepRecord", "Summary", "Verdict", "CompileEvent", "shape_key", "parse_reason",
-           "describe_key_change"]
+__all__ = [
+    "RecompileMonitor",
+    "StepRecord",
+    "Summary",
+    "Verdict",
+    "CompileEvent",
+    "shape_key",
+    "parse_reason",
+    "describe_key_change",
+]

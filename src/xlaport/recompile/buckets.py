@@ -51,7 +51,9 @@ def parse_policy(policy: str) -> tuple[str, int]:
     """``"pow2"`` -> ``("pow2", 2)``, ``"quantile:4"`` -> ``("quantile", 4)``, ``"mult128"`` -> ``("mult", 128)``."""
     m = _POLICY.match(policy.strip()) if isinstance(policy, str) else None
     if not m:
-        raise ValueError(f"unknown bucket policy {policy!r}; use 'pow2', 'quantile:K' (e.g. quantile:4) or 'multK' (e.g. mult128)")
+        raise ValueError(
+            f"unknown bucket policy {policy!r}; use 'pow2', 'quantile:K' (e.g. quantile:4) or 'multK' (e.g. mult128)"
+        )
     if m.group(2):
         k = int(m.group(2))
         if not 1 <= k <= 64:
@@ -128,8 +130,11 @@ def pad_to_length(x: torch.Tensor, length: int, dim: int = -1, value: float = 0.
 
 
 def pad_batch(
-    items: Sequence[torch.Tensor], length: int | None = None, buckets: Sequence[int] | None = None,
-    dim: int = -1, value: float = 0.0,
+    items: Sequence[torch.Tensor],
+    length: int | None = None,
+    buckets: Sequence[int] | None = None,
+    dim: int = -1,
+    value: float = 0.0,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Stack variable-length ``items`` (same shape except ``dim``), padded along ``dim``.
 

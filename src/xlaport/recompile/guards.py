@@ -26,7 +26,8 @@ recognises that text.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -65,7 +66,7 @@ def _resolve(backend: str | Backend) -> Backend:
         from torch._dynamo import list_backends, lookup_backend
 
         try:
-            return lookup_backend(backend)
+            return lookup_backend(backend)  # type: ignore[return-value]
         except Exception:
             raise ValueError(
                 f"unknown Dynamo backend {backend!r}; available: {', '.join(list_backends(exclude_tags=()))}"
@@ -94,7 +95,7 @@ def _aten_overload(meta_name: str) -> Any:
 
 def _replay(base: torch.Tensor, view_metas: Sequence[Any]) -> torch.Tensor:
     """Apply functionalization ViewMetas as real (aliasing) view ops on ``base``."""
-    from torch._C._functionalization import InverseReturnMode
+    from torch._C._functionalization import InverseReturnMode  # type: ignore[attr-defined]
 
     out = base
     for vm in view_metas:

@@ -76,8 +76,18 @@ __all__ = [
 
 # What a guard failure (or an inferred key change) was about.
 REASON_KINDS: tuple[str, ...] = (
-    "shape", "dtype", "stride", "storage_offset", "device", "requires_grad",
-    "python_constant", "object_identity", "type", "length", "graph", "other",
+    "shape",
+    "dtype",
+    "stride",
+    "storage_offset",
+    "device",
+    "requires_grad",
+    "python_constant",
+    "object_identity",
+    "type",
+    "length",
+    "graph",
+    "other",
 )
 
 _REASON_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -354,7 +364,10 @@ class _DynamoTap:
             from torch._dynamo import convert_frame as cf
         except Exception:  # pragma: no cover
             return
-        for lst, fn in ((cb.callback_handler.start_callbacks, self._on_start), (cb.callback_handler.end_callbacks, self._on_end)):
+        for lst, fn in (
+            (cb.callback_handler.start_callbacks, self._on_start),
+            (cb.callback_handler.end_callbacks, self._on_end),
+        ):
             if fn in lst:
                 lst.remove(fn)
         if self._orig is not None:
@@ -368,6 +381,10 @@ class _DynamoTap:
 
 _TAP = _DynamoTap()
 _SOURCES: tuple[str, ...] = ("auto", "xla", "torch_tpu", "dynamo")
+
+
+# Per step the monitor needs compiles and compile time only: read nothing else (it runs twice per step).
+_STEP_TIMES: tuple[str, ...] = ("CompileTime",)
 
 
 # --------------------------------------------------------------------------- the monitor
@@ -459,19 +476,23 @@ class RecompileMonitor:
 
     # ------------------------------------------------------------ steps
     @contextmanager
-    def step(self, *inputs: Any, key: tuple[Hashable, ...] | None = None, label: str | None = None) -> Iterator[StepRecord]:
+    def step(
+        self, *inputs: Any, key: tuple[Hashable, ...] | None = None, label: str | None = None
+    ) -> Iterator[StepRecord]:
         """Time one step. ``inputs`` (or an explicit ``key``) name its shape key."""
         if self._in_step:
             raise ValueError("RecompileMonitor.step() does not nest: finish the current step first")
         self.start()
         if key is None and inputs:
             key = shape_key(*inputs)
-        before = metrics.snapshot(fallbacks=False)
+        before = metrics.snapshot(fallbacks=False, times=_STEP_TIMES)
         if self._source == "xla" and before.backend != "xla":
             raise ValueError("source='xla' but torch_xla is not imported in this process")
         if self._source == "torch_tpu" and before.backend != "torch_tpu":
             raise ValueError("source='torch_tpu' but torch_tpu is not imported in this process")
-        rec = StepRecord(index=len(self.records), wall_s=0.0, compiles=0, compile_s=None, source="", key=key, label=label)
+        rec = StepRecord(
+            index=len(self.records), wall_s=0.0, compiles=0, compile_s=None, source="", key=key, label=label
+        )
         self._pending = []
         self._in_step = True
         t0 = time.perf_counter()
@@ -483,7 +504,7 @@ class RecompileMonitor:
             wall = time.perf_counter() - t0
             self._in_step = False
             events, self._pending = self._pending, None
-            self._finish(rec, wall, events, metrics.snapshot(fallbacks=False).delta(before))
+            self._finish(rec, wall, events, metrics.snapshot(fallbacks=False, times=_STEP_TIMES).delta(before))
 
     def _finish(self, rec: StepRecord, wall: float, events: list[CompileEvent], d: metrics.Snapshot) -> None:
         rec.wall_s = wall
@@ -513,8 +534,14 @@ class RecompileMonitor:
         if rec.key is not None:
             rec.new_key = rec.key not in self._keys
             if rec.compiles > 0 and not rec.reasons:
-                kind, text = describe_key_change(self._last_key, rec.key) if rec.new_key else (
-                    "graph", "shape key seen before: the traced graph changed (a baked-in constant, a view offset, other ops)")
+                kind, text = (
+                    describe_key_change(self._last_key, rec.key)
+                    if rec.new_key
+                    else (
+                        "graph",
+                        "shape key seen before: the traced graph changed (a baked-in constant, a view offset, other ops)",
+                    )
+                )
                 rec.reasons.append(f"[inferred] {text}")
                 rec.kinds.append(kind)
             self._keys.add(rec.key)
@@ -551,7 +578,8 @@ class RecompileMonitor:
             ratio=float(first / steady_med) if steady and compile_recs and steady_med > 0 else math.nan,
             distinct_keys=len({r.key for r in recs if r.key is not None}),
             dynamo_compiles=sum(r.dynamo_compiles for r in recs),
-            recompile_limit_hit=any(r.limit_hit for r in recs) or any(e.source == "dynamo-limit" for e in self.unattributed),
+            recompile_limit_hit=any(r.limit_hit for r in recs)
+            or any(e.source == "dynamo-limit" for e in self.unattributed),
             source=recs[-1].source if recs else self.source,
             storm=v.storm,
             verdict=v.reason,
@@ -562,13 +590,15 @@ class RecompileMonitor:
         if limit or any(e.source == "dynamo-limit" for e in self.unattributed):
             where = f" at step {limit[0].index}" if limit else ""
             return Verdict(True, f"storm: Dynamo recompile limit hit{where}; the frame now runs uncompiled (eager)")
-        recent = self.records[1:][-self.storm_window:]
+        recent = self.records[1:][-self.storm_window :]
         if len(recent) < 2:
             return Verdict(False, "too few steps to judge")
         n = sum(1 for r in recent if r.compiled)
         share = n / len(recent)
         if share > self.storm_share and n >= 2:
-            return Verdict(True, f"storm: {n} of the last {len(recent)} steps compiled ({share:.0%} > {self.storm_share:.0%})")
+            return Verdict(
+                True, f"storm: {n} of the last {len(recent)} steps compiled ({share:.0%} > {self.storm_share:.0%})"
+            )
         return Verdict(False, f"no storm: {n} of the last {len(recent)} steps compiled")
 
     def rows(self) -> list[dict[str, Any]]:
@@ -578,13 +608,18 @@ class RecompileMonitor:
         """A plain-text table, one line per step (compile steps marked ``*``)."""
         if max_rows is not None and (not isinstance(max_rows, int) or max_rows < 1):
             raise ValueError(f"max_rows must be a positive int or None, got {max_rows!r}")
-        head = f"{'step':>4} {'':1} {'wall ms':>10} {'compiles':>8} {'compile s':>9} {'dynamo':>6}  {'shape key':<28}" + ("  reason" if reasons else "")
+        head = (
+            f"{'step':>4} {'':1} {'wall ms':>10} {'compiles':>8} {'compile s':>9} {'dynamo':>6}  {'shape key':<28}"
+            + ("  reason" if reasons else "")
+        )
         lines = [head, "-" * len(head)]
         recs = self.records if max_rows is None else self.records[:max_rows]
         for r in recs:
             cs = "" if r.compile_s is None else f"{r.compile_s:.3f}"
-            line = (f"{r.index:>4} {'*' if r.compiled else '':1} {r.wall_s * 1e3:>10.2f} {r.compiles:>8} {cs:>9} "
-                    f"{r.dynamo_compiles:>6}  {_fmt_key(r.key)[:28]:<28}")
+            line = (
+                f"{r.index:>4} {'*' if r.compiled else '':1} {r.wall_s * 1e3:>10.2f} {r.compiles:>8} {cs:>9} "
+                f"{r.dynamo_compiles:>6}  {_fmt_key(r.key)[:28]:<28}"
+            )
             if reasons and r.reasons:
                 line += "  " + r.reasons[0][:90] + (f" (+{len(r.reasons) - 1})" if len(r.reasons) > 1 else "")
             lines.append(line.rstrip())
@@ -601,12 +636,20 @@ class RecompileMonitor:
         xs = [r.index for r in self.records]
         ys = [r.wall_s * 1e3 for r in self.records]
         lab = label or self.name or "steps"
-        (line,) = ax.plot(xs, ys, marker=".", lw=1, color=color, label=lab)
+        ax.plot(xs, ys, marker=".", lw=1, color=color, label=lab)
         cx = [r.index for r in self.records if r.compiled]
         cy = [r.wall_s * 1e3 for r in self.records if r.compiled]
         if cx:
-            ax.scatter(cx, cy, s=40, facecolors="none", edgecolors="red", linewidths=1.5, zorder=3,
-                       label=f"{lab}: compiled ({len(cx)})")
+            ax.scatter(
+                cx,
+                cy,
+                s=40,
+                facecolors="none",
+                edgecolors="red",
+                linewidths=1.5,
+                zorder=3,
+                label=f"{lab}: compiled ({len(cx)})",
+            )
         if logy:
             ax.set_yscale("log")
         ax.set_xlabel("step")
