@@ -1,6 +1,6 @@
 # xlaport: two commands on a fresh machine.
 #   make book   create .venv, install, execute every notebook once, build the site into _build/html
-#   make test   create .venv, install, run the whole suite (unit tests + each notebook once + strict site build)
+#   make test   create .venv, install, run the whole suite (lint, unit tests, each notebook once, strict site build)
 # A second run reuses .venv: the install is keyed on a hash of requirements.txt and pyproject.toml.
 
 SHELL := /bin/bash
@@ -16,12 +16,14 @@ STAMP  := $(VENV)/.installed-$(REQHASH)
 PORT   ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: help venv test unit notebooks site book serve clean
+.PHONY: help venv lint format test unit notebooks site book serve clean
 
 help:
 	@echo "make book    execute the notebooks once and build the site into _build/html"
 	@echo "make test    run the whole suite: unit tests, every notebook once, strict site build"
-	@echo "make unit    unit tests only (fast)"
+	@echo "make unit    unit tests only, without the slower fresh-interpreter ones (fast)"
+	@echo "make lint    ruff (lint + format check) and mypy"
+	@echo "make format  apply ruff's fixes and formatting"
 	@echo "make serve   serve _build/html on http://localhost:$(PORT)"
 	@echo "make clean   remove _build (keeps .venv)"
 
@@ -37,11 +39,22 @@ $(STAMP): requirements.txt pyproject.toml
 
 venv: $(STAMP)
 
-unit: $(STAMP)
-	$(PY) -m pytest -m "not notebook" $(PYTEST_ARGS)
+LINT_PATHS := src tests scripts
 
-# Unit tests and every notebook, executed once into _build/executed, then the strict site build from those copies.
-test: $(STAMP)
+lint: $(STAMP)
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/ruff format --check $(LINT_PATHS)
+	$(BIN)/mypy
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix $(LINT_PATHS)
+	$(BIN)/ruff format $(LINT_PATHS)
+
+unit: $(STAMP)
+	$(PY) -m pytest -m "not notebook and not subprocess" $(PYTEST_ARGS)
+
+# Lint, unit tests and every notebook, executed once into _build/executed, then the strict site build from those copies.
+test: lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 	$(PY) scripts/build_site.py
 

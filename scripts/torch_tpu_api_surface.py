@@ -21,7 +21,7 @@ Maintainer script (downloads; tests never call it). Steps:
 
 3. collect the "... is not implemented for TPU" messages from the wheel's torch-2.13 glue
    library (printable strings, like ``strings``);
-4. write ``src/xlaport/data/torch_tpu-<version>-api-surface.json`` with the wheel's file
+4. write ``src/xlaport/reference/data/torch_tpu-<version>-api-surface.json`` with the wheel's file
    name, version and sha256.
 
 Usage: ``python scripts/torch_tpu_api_surface.py [--version 0.2.0] [--wheel PATH] [--out FILE]``
@@ -41,7 +41,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tpu_wheel import download, sha256  # noqa: E402  (scripts/tpu_wheel.py)
+from tpu_wheel import download, sha256
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLIC_API = "torch_tpu/_internal/public_api.py"
@@ -49,10 +49,6 @@ DEVICE_MODULE = "torch_tpu/_internal/device/_device_module.py"
 STREAMS = "torch_tpu/_internal/stream/streams.py"
 GLUE_SO = "torch_tpu/csrc/common/glue_2_13_0/libpywrap_2_13_0_common.so"
 DEVICE_CLASSES = ("_DeviceModuleMeta", "_DeviceModule", "TpuDeviceModule")
-
-
-
-
 
 
 def _const(node: ast.AST) -> Any:
@@ -67,7 +63,11 @@ def public_modules(src: str) -> dict[str, dict[str, Any]]:
     tree = ast.parse(src)
     table = None
     for node in ast.walk(tree):
-        target = node.target if isinstance(node, ast.AnnAssign) else (node.targets[0] if isinstance(node, ast.Assign) else None)
+        target = (
+            node.target
+            if isinstance(node, ast.AnnAssign)
+            else (node.targets[0] if isinstance(node, ast.Assign) else None)
+        )
         if isinstance(target, ast.Name) and target.id == "_PUBLIC_MODULES":
             table = node.value
     if not isinstance(table, ast.Dict):
@@ -185,7 +185,9 @@ def metadata(zf: zipfile.ZipFile) -> dict[str, Any]:
     name = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
     text = zf.read(name).decode()
     requires = [line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Requires-Dist:")]
-    python = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Requires-Python:")), None)
+    python = next(
+        (line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Requires-Python:")), None
+    )
     return {"requires_python": python, "requires_torch": next((r for r in requires if r.startswith("torch")), None)}
 
 
@@ -202,7 +204,9 @@ def surface(wheel: Path) -> dict[str, Any]:
             "generated_by": "scripts/torch_tpu_api_surface.py",
             "read_from": [PUBLIC_API, DEVICE_MODULE, STREAMS, GLUE_SO],
             **metadata(zf),
-            "legacy_api_opt_out_env": "TORCH_TPU_ALLOW_LEGACY_DEVICE_APIS" if "TORCH_TPU_ALLOW_LEGACY_DEVICE_APIS" in read(DEVICE_MODULE) else None,
+            "legacy_api_opt_out_env": "TORCH_TPU_ALLOW_LEGACY_DEVICE_APIS"
+            if "TORCH_TPU_ALLOW_LEGACY_DEVICE_APIS" in read(DEVICE_MODULE)
+            else None,
             "modules": public_modules(read(PUBLIC_API)),
             "device_module_stages": stages,
             "device_module_private": private,
@@ -215,7 +219,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--version", default="0.2.0", help="torch_tpu version to download (default: 0.2.0)")
     ap.add_argument("--wheel", type=Path, help="use this wheel instead of downloading one")
-    ap.add_argument("--out", type=Path, help="output JSON (default: src/xlaport/data/torch_tpu-<version>-api-surface.json)")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        help="output JSON (default: src/xlaport/reference/data/torch_tpu-<version>-api-surface.json)",
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="torch_tpu_wheel_") as tmp:
         wheel = args.wheel if args.wheel else download("torch_tpu", args.version, Path(tmp))
@@ -223,11 +231,13 @@ def main() -> int:
             print(f"error: no such wheel: {wheel}", file=sys.stderr)
             return 2
         data = surface(wheel)
-    out = args.out or ROOT / "src" / "xlaport" / "data" / f"torch_tpu-{data['version']}-api-surface.json"
+    out = args.out or ROOT / "src" / "xlaport" / "reference" / "data" / f"torch_tpu-{data['version']}-api-surface.json"
     out.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
     n = len(data["modules"].get("torch.tpu", {}).get("exports", []))
-    print(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}: torch_tpu {data['version']} "
-          f"sha256 {data['sha256'][:12]}..., {n} torch.tpu exports, {len(data['modules'])} public modules")
+    print(
+        f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}: torch_tpu {data['version']} "
+        f"sha256 {data['sha256'][:12]}..., {n} torch.tpu exports, {len(data['modules'])} public modules"
+    )
     return 0
 
 

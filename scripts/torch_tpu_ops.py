@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Regenerate ``src/xlaport/data/torch_tpu-0.2.0-ops.json`` from the torch_tpu 0.2.0 wheel.
+"""Regenerate ``src/xlaport/reference/data/torch_tpu-0.2.0-ops.json`` from the torch_tpu 0.2.0 wheel.
 
 Maintainer script (it downloads; tests and notebooks never call it):
 
@@ -41,15 +41,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tpu_wheel import download, sha256  # noqa: E402  (scripts/tpu_wheel.py)
+from tpu_wheel import download, sha256
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_OUT = ROOT / "src" / "xlaport" / "data" / "torch_tpu-0.2.0-ops.json"
+DEFAULT_OUT = ROOT / "src" / "xlaport" / "reference" / "data" / "torch_tpu-0.2.0-ops.json"
 PACKAGE, VERSION = "torch_tpu", "0.2.0"
 GLUE_RE = re.compile(r"torch_tpu/csrc/common/glue_(\d+_\d+_\d+)/libpywrap_\1_common\.so$")
 SYMBOL_RE = re.compile(rb"_ZN9torch_tpu(\d+)(Aten[A-Za-z0-9_]+)")
 PRINTABLE_RE = re.compile(rb"[\x20-\x7e]{4,}")
-MESSAGE_MARKERS = (b"is not implemented for TPU. Please file a feature request", b"is not implemented for TPU. Falling back to CPU")
+MESSAGE_MARKERS = (
+    b"is not implemented for TPU. Please file a feature request",
+    b"is not implemented for TPU. Falling back to CPU",
+)
 
 
 def camel(op: str) -> str:
@@ -71,10 +74,6 @@ def symbol_keys(op: str) -> set[str]:
     if name.endswith("_") and overload:
         keys.add(camel(f"{name.rstrip('_')}.{overload}").lower() + "_")
     return keys
-
-
-
-
 
 
 def scan_glue(data: bytes) -> tuple[set[str], set[str], list[str]]:
@@ -165,7 +164,9 @@ def build(wheel: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--wheel", type=Path, help="a torch_tpu 0.2.0 wheel already on disk (default: pip download it)")
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output JSON (default: {DEFAULT_OUT.relative_to(ROOT)})")
+    ap.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, help=f"output JSON (default: {DEFAULT_OUT.relative_to(ROOT)})"
+    )
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         wheel = args.wheel if args.wheel else download(PACKAGE, VERSION, Path(tmp))
@@ -173,7 +174,9 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"no such wheel: {wheel}")
         data = build(wheel)
     args.out.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
-    print(f"wrote {args.out}: {data['n_ops']} ops with a TorchTPU kernel, {len(data['unmatched_symbols'])} unmatched symbols, sha256 {data['sha256'][:16]}…")
+    print(
+        f"wrote {args.out}: {data['n_ops']} ops with a TorchTPU kernel, {len(data['unmatched_symbols'])} unmatched symbols, sha256 {data['sha256'][:16]}…"
+    )
     return 0
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from xlaport.reference import api_mapping as am
 from xlaport.cli import main
+from xlaport.reference import api_mapping as am
 
 ROOT = Path(__file__).resolve().parents[1]
 ROWS = am.rows()
@@ -84,7 +84,11 @@ def _fake_surface() -> dict:
         "requires_torch": "torch>=2.11.0,<=2.15.0",
         "modules": {"torch.tpu": {"exports": ["synchronize", "initial_seed", "Stream", "manual_seed"]}},
         "device_module_stages": {
-            "synchronize": {"stage": "internal_or_experimental", "internal_from_torch": "2.11", "prefer": "torch.accelerator.synchronize"},
+            "synchronize": {
+                "stage": "internal_or_experimental",
+                "internal_from_torch": "2.11",
+                "prefer": "torch.accelerator.synchronize",
+            },
             "initial_seed": {"stage": "internal_or_experimental", "internal_from_torch": "2.13", "prefer": "x"},
             "Stream": {"stage": "experimental"},
             "manual_seed": {"stage": "experimental"},
@@ -109,8 +113,10 @@ def test_status_derivation_rules() -> None:
 
 
 def test_bad_table_is_a_one_line_value_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    bad = '[[row]]\ngroup="g"\ncuda="torch.cuda.x()"\naccelerator=""\ntpu="t"\ntpu_status="maybe"\ntpu_source="s"\n' \
-          'neuron=""\nneuron_status="works"\nneuron_source="s"\n'
+    bad = (
+        '[[row]]\ngroup="g"\ncuda="torch.cuda.x()"\naccelerator=""\ntpu="t"\ntpu_status="maybe"\ntpu_source="s"\n'
+        'neuron=""\nneuron_status="works"\nneuron_source="s"\n'
+    )
     real = am._data
     monkeypatch.setattr(am, "_data", lambda name: bad if name == "api_mapping.toml" else real(name))
     am._load.cache_clear()

@@ -17,7 +17,12 @@ def test_plan_covers_every_variant() -> None:
 
 @pytest.mark.parametrize(
     ("case", "dtype"),
-    [("fp16_logits", "float16"), ("f32min_mask", "bfloat16"), ("fully_masked_rows", "bfloat16"), ("fully_masked_rows", "float32")],
+    [
+        ("fp16_logits", "float16"),
+        ("f32min_mask", "bfloat16"),
+        ("fully_masked_rows", "bfloat16"),
+        ("fully_masked_rows", "float32"),
+    ],
 )
 def test_broken_attention_is_nonfinite_and_fixes_are_finite(case: str, dtype: str) -> None:
     broken = an.run_case(case, "broken", dtype, "cpu")

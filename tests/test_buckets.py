@@ -6,6 +6,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
+from xlaport.models.whisper import TinyWhisper, encoder_frames, synthetic_mel
 from xlaport.recompile.buckets import (
     BucketCollate,
     bucket_for,
@@ -15,7 +16,6 @@ from xlaport.recompile.buckets import (
     padding_waste,
     parse_policy,
 )
-from xlaport.models.whisper import TinyWhisper, encoder_frames, synthetic_mel
 
 
 @pytest.mark.parametrize(
@@ -27,7 +27,7 @@ from xlaport.models.whisper import TinyWhisper, encoder_frames, synthetic_mel
         ([100, 300, 900], "mult128", [128, 256, 384, 512, 640, 768, 896, 1024]),
         ([128], "mult128", [128]),
         (list(range(1, 101)), "quantile:4", [32, 56, 80, 104]),  # 25, 50, 75, 100 rounded up to 8
-        ([10, 10, 10, 10], "quantile:3", [16]),                   # equal quantiles collapse
+        ([10, 10, 10, 10], "quantile:3", [16]),  # equal quantiles collapse
     ],
 )
 def test_choose_buckets(lengths: list[int], policy: str, expected: list[int]) -> None:
@@ -80,9 +80,14 @@ def test_collate_in_a_dataloader() -> None:
     g = torch.Generator().manual_seed(0)
     lens = [30, 70, 100, 140, 20]
     ds = [(torch.randn(80, n, generator=g), torch.zeros(5, dtype=torch.long)) for n in lens]
-    shapes = {name: [tuple(b["features"].shape) for b in DataLoader(ds, batch_size=2, collate_fn=fn)]
-              for name, fn in (("batch-max", BucketCollate()), ("bucket", BucketCollate([64, 128, 256])),
-                               ("fixed", BucketCollate(fixed=160)))}
+    shapes = {
+        name: [tuple(b["features"].shape) for b in DataLoader(ds, batch_size=2, collate_fn=fn)]
+        for name, fn in (
+            ("batch-max", BucketCollate()),
+            ("bucket", BucketCollate([64, 128, 256])),
+            ("fixed", BucketCollate(fixed=160)),
+        )
+    }
     assert shapes["batch-max"] == [(2, 80, 70), (2, 80, 140), (1, 80, 20)]
     assert shapes["bucket"] == [(2, 80, 128), (2, 80, 256), (1, 80, 64)]
     assert shapes["fixed"] == [(2, 80, 160)] * 2 + [(1, 80, 160)]
@@ -104,13 +109,13 @@ def test_padded_equals_unpadded_for_the_chapter_model() -> None:
     model = TinyWhisper().eval()
     lengths = [203, 96, 150]
     g = torch.Generator().manual_seed(1)
-    mel, mask = synthetic_mel(lengths, pad_to=256, generator=g)     # bucket 256, masked
+    mel, mask = synthetic_mel(lengths, pad_to=256, generator=g)  # bucket 256, masked
     tokens = torch.randint(0, 256, (3, 8), generator=torch.Generator().manual_seed(2))
     with torch.no_grad():
         logits = model(mel, tokens, mask)
         mem, emask = model.encode(mel, mask)
         for i, n in enumerate(lengths):
-            alone = mel[i : i + 1, :, :n]                                 # unpadded, no mask at all
+            alone = mel[i : i + 1, :, :n]  # unpadded, no mask at all
             ref = model(alone, tokens[i : i + 1])
             ref_mem, _ = model.encode(alone)
             ne = encoder_frames(n)

@@ -9,7 +9,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-_spec = importlib.util.spec_from_file_location("build_site", Path(__file__).resolve().parents[1] / "scripts" / "build_site.py")
+_spec = importlib.util.spec_from_file_location(
+    "build_site", Path(__file__).resolve().parents[1] / "scripts" / "build_site.py"
+)
 build_site = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(build_site)  # type: ignore[union-attr]
 

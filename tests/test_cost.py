@@ -17,8 +17,8 @@ from xlaport.reference import data_text
 
 
 def test_flop_per_token_training_and_inference() -> None:
-    assert cost.flop_per_token(1e9) == 6e9                      # 6 N
-    assert cost.flop_per_token(1e9, "inference") == 2e9         # 2 N
+    assert cost.flop_per_token(1e9) == 6e9  # 6 N
+    assert cost.flop_per_token(1e9, "inference") == 2e9  # 2 N
 
 
 def test_flop_per_token_attention_term() -> None:
@@ -62,7 +62,7 @@ def test_usd_per_item_and_items_per_usd() -> None:
 
 
 def test_train_time_and_cost() -> None:
-    assert cost.train_time_s(1e12, 1e6) == pytest.approx(1e6)            # seconds
+    assert cost.train_time_s(1e12, 1e6) == pytest.approx(1e6)  # seconds
     # 3.6e9 tokens at 1,000 tok/s per chip = 3.6e6 chip-seconds = 1,000 chip-hours; at $2/h = $2,000
     assert cost.train_cost_usd(3.6e9, 1000, 2.0) == pytest.approx(2000)
     assert cost.train_cost_usd(3.6e9, 1000, 2.0, utilisation=0.8) == pytest.approx(2500)
@@ -71,8 +71,15 @@ def test_train_time_and_cost() -> None:
 def test_decoder_params_small_case() -> None:
     # d=4, 2 heads x 2 = 4 query dims, 1 kv head x 2 = 2: attn 4*4 + 2*4*2 + 4*4 = 48; mlp 3*4*8 = 96;
     # norms 2*4 + 2*2 = 12 -> 156 per layer; embedding 10*4 = 40; untied head 40; final norm 4 -> 240
-    cfg = dict(vocab_size=10, hidden_size=4, intermediate_size=8, num_hidden_layers=1, num_attention_heads=2,
-               num_key_value_heads=1, head_dim=2)
+    cfg = dict(
+        vocab_size=10,
+        hidden_size=4,
+        intermediate_size=8,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=2,
+    )
     assert cost.decoder_params(**cfg) == (240, 40)
     assert cost.decoder_params(**cfg, tie_word_embeddings=True) == (200, 40)
 
@@ -85,8 +92,16 @@ def test_decoder_params_reproduces_qwen3_8b_card() -> None:
 
 
 def test_migration_one_time_and_break_even() -> None:
-    m = cost.Migration(kernels=10, person_weeks_per_kernel=2, port_person_weeks=4, validation_person_weeks=4,
-                       usd_per_person_week=5000, team_size=5, velocity_loss=0.2, disruption_weeks=10)
+    m = cost.Migration(
+        kernels=10,
+        person_weeks_per_kernel=2,
+        port_person_weeks=4,
+        validation_person_weeks=4,
+        usd_per_person_week=5000,
+        team_size=5,
+        velocity_loss=0.2,
+        disruption_weeks=10,
+    )
     # engineering 10*2 + 4 + 4 = 28 pw; lost velocity 5 * 0.2 * 10 = 10 pw; 38 pw * $5,000
     assert cost.one_time_usd(m) == pytest.approx(190_000)
     assert cost.break_even_months(120_000, 10_000) == pytest.approx(12)
@@ -123,9 +138,9 @@ def test_sensitivity_moves_the_right_way() -> None:
     rows = cost.sensitivity(1e22, cur, new, cost.Migration(kernels=5), 12, factors=(0.8, 1.25))
     by = {(r["input"], r["factor"]): r["net_over_horizon_usd"] for r in rows}
     base = by[("baseline", 1.0)]
-    assert by[("proposed price", 0.8)] > base > by[("proposed price", 1.25)]   # a discount helps
+    assert by[("proposed price", 0.8)] > base > by[("proposed price", 1.25)]  # a discount helps
     assert by[("proposed MFU", 1.25)] > base > by[("proposed MFU", 0.8)]
-    assert by[("current MFU", 1.25)] < base                                     # a better GPU run helps staying
+    assert by[("current MFU", 1.25)] < base  # a better GPU run helps staying
     assert by[("engineering cost", 1.25)] < base < by[("engineering cost", 0.8)]
     # one-time cost = 5 kernels * 2 + 4 + 4 = 18 person-weeks * $5,000 = $90,000; +25% costs $22,500 more
     assert by[("engineering cost", 1.0 * 1.25)] == pytest.approx(base - 22_500)
@@ -139,11 +154,13 @@ def test_relative_rounding() -> None:
 
 @pytest.mark.parametrize("bad", [-1.0, 0.0, float("nan"), float("inf"), "x", None, True])
 def test_bad_numbers_are_one_line_value_errors(bad: object) -> None:
-    for call in (lambda: cost.flop_per_token(bad),  # type: ignore[arg-type]
-                 lambda: cost.usd_per_million_tokens(bad, 2.7),  # type: ignore[arg-type]
-                 lambda: cost.usd_per_item(0.1, 28, bad),  # type: ignore[arg-type]
-                 lambda: cost.tokens_per_s(bad, 6e9, 1e15),  # type: ignore[arg-type]
-                 lambda: cost.Side("tpu_v6e", bad, 0.4)):  # type: ignore[arg-type]
+    for call in (
+        lambda: cost.flop_per_token(bad),  # type: ignore[arg-type]
+        lambda: cost.usd_per_million_tokens(bad, 2.7),  # type: ignore[arg-type]
+        lambda: cost.usd_per_item(0.1, 28, bad),  # type: ignore[arg-type]
+        lambda: cost.tokens_per_s(bad, 6e9, 1e15),  # type: ignore[arg-type]
+        lambda: cost.Side("tpu_v6e", bad, 0.4),
+    ):  # type: ignore[arg-type]
         with pytest.raises(ValueError) as e:
             call()
         assert "\n" not in str(e.value)
@@ -207,7 +224,7 @@ def test_every_chip_has_peak_and_memory_in_known_units() -> None:
                 assert c.price_fact(term).unit == "USD/chip-hour"
 
 
-def test_the_chips_the_issue_names_are_there() -> None:
+def test_the_chips_the_book_compares_are_there() -> None:
     assert {"h100_sxm", "h200", "tpu_v5e", "tpu_v5p", "tpu_v6e", "tpu_v7x", "trn2"} <= set(cost.chip_names())
 
 
@@ -215,10 +232,10 @@ def test_unverified_values_are_flagged() -> None:
     # prices only seen second-hand must not read as verified
     assert not cost.chip("tpu_v5e").price_fact().verified
     assert cost.chip("tpu_v5e").price_fact().evidence == "U"
-    assert not cost.chip("tpu_v6e").price_fact().verified          # V2: via copies of the GA blog
+    assert not cost.chip("tpu_v6e").price_fact().verified  # V2: via copies of the GA blog
     assert cost.chip("tpu_v6e").facts["peak_bf16_dense"].verified
     for k, f in cost.claims().items():
-        if k.startswith("seed_"):
+        if k.startswith("launch_"):
             assert f.evidence == "U", k
 
 
@@ -226,7 +243,9 @@ def test_loader_rejects_a_value_without_source() -> None:
     with pytest.raises(ValueError, match="lacks source"):
         cost.parse_fact("chips.x.peak", {"value": 1, "unit": "FLOP/s", "date": "2026-11", "evidence": "V"})
     with pytest.raises(ValueError, match="evidence"):
-        cost.parse_fact("chips.x.peak", {"value": 1, "unit": "FLOP/s", "source": "s", "date": "2026-11", "evidence": "?"})
+        cost.parse_fact(
+            "chips.x.peak", {"value": 1, "unit": "FLOP/s", "source": "s", "date": "2026-11", "evidence": "?"}
+        )
 
 
 def test_reference_rows() -> None:
@@ -241,7 +260,7 @@ def test_reference_rows() -> None:
 
 def test_claim_rows() -> None:
     rows = {r["claim"]: r for r in cost.claim_rows()}
-    assert rows["seed_flux_ms_per_step"]["value"] == 122.51 and rows["seed_flux_ms_per_step"]["verified"] is False
+    assert rows["launch_flux_ms_per_step"]["value"] == 122.51 and rows["launch_flux_ms_per_step"]["verified"] is False
     assert rows["v6e_pod_bf16"]["chips"] == 256 and rows["v6e_pod_bf16"]["chip"] == "tpu_v6e"
     for r in rows.values():
         assert r["source"] and r["verified"] == (r["evidence"] == "V")
@@ -267,50 +286,116 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
     return rc, out, err
 
 
-@pytest.mark.parametrize("argv", [
-    ["cost", "tokens", "--chip", "tpu_v6e", "--params", "-8e9", "--mfu", "0.3"],
-    ["cost", "tokens", "--chip", "tpu_v6e", "--params", "0", "--mfu", "0.3"],
-    ["cost", "tokens", "--chip", "tpu_v6e", "--params", "nan", "--mfu", "0.3"],
-    ["cost", "tokens", "--chip", "tpu_v6e", "--params", "8e9", "--mfu", "-0.3"],
-    ["cost", "tokens", "--chip", "a100", "--params", "8e9", "--mfu", "0.3"],
-    ["cost", "tokens", "--chip", "h200", "--params", "8e9", "--mfu", "0.3"],          # no published price
-    ["cost", "tokens", "--chip", "tpu_v6e", "--params", "8e9"],                       # missing --mfu
-    ["cost", "mfu", "--chip", "tpu_v6e", "--params", "8e9", "--tokens-per-s", "inf"],
-    ["cost", "image", "--chip", "tpu_v6e", "--ms-per-step", "abc"],
-    ["cost", "image", "--chip", "tpu_v6e", "--ms-per-step", "100", "--steps", "0"],
-    ["cost", "train", "--chip", "tpu_v6e", "--params", "8e9", "--tokens", "-1", "--mfu", "0.4"],
-    ["cost", "breakeven", "--from-chip", "h100_sxm", "--from-chips", "0", "--from-mfu", "0.4",
-     "--to-chip", "tpu_v6e", "--to-mfu", "0.4"],
-    ["cost", "breakeven", "--from-chip", "h100_sxm", "--from-chips", "8", "--from-mfu", "0.4",
-     "--to-chip", "tpu_v6e", "--to-mfu", "0.4", "--velocity-loss", "NaN"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["cost", "tokens", "--chip", "tpu_v6e", "--params", "-8e9", "--mfu", "0.3"],
+        ["cost", "tokens", "--chip", "tpu_v6e", "--params", "0", "--mfu", "0.3"],
+        ["cost", "tokens", "--chip", "tpu_v6e", "--params", "nan", "--mfu", "0.3"],
+        ["cost", "tokens", "--chip", "tpu_v6e", "--params", "8e9", "--mfu", "-0.3"],
+        ["cost", "tokens", "--chip", "a100", "--params", "8e9", "--mfu", "0.3"],
+        ["cost", "tokens", "--chip", "h200", "--params", "8e9", "--mfu", "0.3"],  # no published price
+        ["cost", "tokens", "--chip", "tpu_v6e", "--params", "8e9"],  # missing --mfu
+        ["cost", "mfu", "--chip", "tpu_v6e", "--params", "8e9", "--tokens-per-s", "inf"],
+        ["cost", "image", "--chip", "tpu_v6e", "--ms-per-step", "abc"],
+        ["cost", "image", "--chip", "tpu_v6e", "--ms-per-step", "100", "--steps", "0"],
+        ["cost", "train", "--chip", "tpu_v6e", "--params", "8e9", "--tokens", "-1", "--mfu", "0.4"],
+        [
+            "cost",
+            "breakeven",
+            "--from-chip",
+            "h100_sxm",
+            "--from-chips",
+            "0",
+            "--from-mfu",
+            "0.4",
+            "--to-chip",
+            "tpu_v6e",
+            "--to-mfu",
+            "0.4",
+        ],
+        [
+            "cost",
+            "breakeven",
+            "--from-chip",
+            "h100_sxm",
+            "--from-chips",
+            "8",
+            "--from-mfu",
+            "0.4",
+            "--to-chip",
+            "tpu_v6e",
+            "--to-mfu",
+            "0.4",
+            "--velocity-loss",
+            "NaN",
+        ],
+    ],
+)
 def test_cli_errors_are_one_line_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    rc, out, err = _run(argv, capsys)
+    rc, _, err = _run(argv, capsys)
     assert rc == 2
     assert len(err.strip().splitlines()) == 1, err
     assert "error:" in err and "Traceback" not in err
 
 
 def test_cli_image_matches_hand_math(capsys: pytest.CaptureFixture[str]) -> None:
-    rc, out, _ = _run(["cost", "image", "--chip", "tpu_v6e", "--ms-per-step", "100", "--steps", "36",
-                       "--price", "3.6"], capsys)
+    rc, out, _ = _run(
+        ["cost", "image", "--chip", "tpu_v6e", "--ms-per-step", "100", "--steps", "36", "--price", "3.6"], capsys
+    )
     assert rc == 0
-    assert "0.00360" in out and "277.8" in out        # $0.0036 per image, 277.8 per dollar
+    assert "0.00360" in out and "277.8" in out  # $0.0036 per image, 277.8 per dollar
 
 
 def test_cli_tokens_and_mfu_round_trip(capsys: pytest.CaptureFixture[str]) -> None:
     # 0.5 * 918e12 / (2 * 8e9) = 28,687.5 tokens/s per chip
-    rc, out, _ = _run(["cost", "tokens", "--chip", "tpu_v6e", "--params", "8e9", "--mfu", "0.5",
-                       "--mode", "inference", "--price", "3.6"], capsys)
+    rc, out, _ = _run(
+        [
+            "cost",
+            "tokens",
+            "--chip",
+            "tpu_v6e",
+            "--params",
+            "8e9",
+            "--mfu",
+            "0.5",
+            "--mode",
+            "inference",
+            "--price",
+            "3.6",
+        ],
+        capsys,
+    )
     assert rc == 0 and "28,688" in out
-    rc, out, _ = _run(["cost", "mfu", "--chip", "tpu_v6e", "--params", "8e9", "--mode", "inference",
-                       "--tokens-per-s", "28687.5"], capsys)
+    rc, out, _ = _run(
+        ["cost", "mfu", "--chip", "tpu_v6e", "--params", "8e9", "--mode", "inference", "--tokens-per-s", "28687.5"],
+        capsys,
+    )
     assert rc == 0 and "50.0%" in out
 
 
 def test_cli_breakeven_and_chips(capsys: pytest.CaptureFixture[str]) -> None:
-    rc, out, _ = _run(["cost", "breakeven", "--from-chip", "h100_sxm", "--from-chips", "8", "--from-mfu", "0.4",
-                       "--from-price", "2.0", "--to-chip", "tpu_v6e", "--to-mfu", "0.1", "--to-price", "2.7"], capsys)
+    rc, out, _ = _run(
+        [
+            "cost",
+            "breakeven",
+            "--from-chip",
+            "h100_sxm",
+            "--from-chips",
+            "8",
+            "--from-mfu",
+            "0.4",
+            "--from-price",
+            "2.0",
+            "--to-chip",
+            "tpu_v6e",
+            "--to-mfu",
+            "0.1",
+            "--to-price",
+            "2.7",
+        ],
+        capsys,
+    )
     assert rc == 0 and "never" in out and "stay" in out
     rc, out, _ = _run(["cost", "chips", "--sources"], capsys)
     assert rc == 0 and "tpu_v6e" in out and "2.70*" in out and "docs.cloud.google.com/tpu/docs/v6e" in out

@@ -150,7 +150,7 @@ def test_compiled_backward_under_outer_autocast_is_caught() -> None:
 
 
 def test_bad_input_gives_one_line_errors() -> None:
-    with pytest.raises(ValueError, match="torch.nn.Module"):
+    with pytest.raises(ValueError, match=r"torch\.nn\.Module"):
         NonFiniteFinder("model")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_checks"):
         NonFiniteFinder(max_checks=0)

@@ -1,7 +1,7 @@
 """Execute every chapter once, on CPU, into _build/executed (what the site then renders).
 
 Each notebook asserts the effect it teaches, so a regression in the effect fails
-here. Its time budget (seconds, from the issue that asked for it) is in the
+here. Its time budget (seconds, the budget the chapter declares) is in the
 notebook's metadata under ``xlaport.budget_s``; a run over 1.5x the budget fails.
 """
 
@@ -37,8 +37,12 @@ def test_notebook_runs(path: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     papermill.execute_notebook(
-        str(path), str(out), kernel_name="python3", cwd=str(path.parent),
-        progress_bar=False, execution_timeout=int(budget * 4),
+        str(path),
+        str(out),
+        kernel_name="python3",
+        cwd=str(path.parent),
+        progress_bar=False,
+        execution_timeout=int(budget * 4),
     )
     seconds = time.perf_counter() - start
     _record(path.stem, seconds, budget)

@@ -1,26 +1,24 @@
 """xlaport.ops: tracing, the support tables, decomposition handling, the emulated missing-op rule, the CLI.
 
 Tests that need torch_xla run in a subprocess: importing it changes Dynamo's global
-config for the whole process (shared/research/measured-on-xla-cpu.md §0).
+config for the whole process (book/evidence/xla_cpu_measurements.md).
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 import torch
 
+from conftest import Runner
 from xlaport import ops
 from xlaport.cli import main
 from xlaport.ops.coverage import composite_key
 from xlaport.ops.support import tpu_ops_data
-from xlaport.reference import data_text, op_coverage
 from xlaport.profiles import profile
+from xlaport.reference import data_text, op_coverage
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -87,7 +85,13 @@ def test_tpu_table_records_the_wheel_and_its_kernels() -> None:
     t = ops.support_table("tpu")
     for op in ("aten::mm.out", "aten::_unique2", "aten::linalg_solve_triangular", "aten::add.Tensor", "aten::view"):
         assert t.has_kernel(op), op
-    for op in ("aten::unique_dim", "aten::linalg_cholesky_ex", "aten::linalg_cholesky_ex.L", "aten::cholesky", "aten::mm"):
+    for op in (
+        "aten::unique_dim",
+        "aten::linalg_cholesky_ex",
+        "aten::linalg_cholesky_ex.L",
+        "aten::cholesky",
+        "aten::mm",
+    ):
         assert not t.has_kernel(op), op
     assert t.missing == "raise" and "sha256" in t.source
 
@@ -188,20 +192,20 @@ def test_missing_op_rule_is_in_the_profile_with_a_source() -> None:
     rule = profile("tpu").rule("missing-op")
     assert rule.kind == "missing_op" and rule.error == "NotImplementedError"
     assert rule.message.format(op="aten::unique_dim") == (
-        "operator 'aten::unique_dim' is not implemented for TPU. Please file a feature request")
+        "operator 'aten::unique_dim' is not implemented for TPU. Please file a feature request"
+    )
     assert "wheel" in rule.source and "TpuMissingOpFallback" in rule.source
 
 
 # ---------------------------------------------------------------- torch_xla (subprocess)
-def _run_py(code: str) -> str:
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=600,
-                         env={**__import__("os").environ, "PJRT_DEVICE": "CPU"})
-    assert out.returncode == 0, out.stderr[-3000:]
-    return out.stdout
+def _run_py(fresh_python: Runner, code: str) -> str:
+    return fresh_python(code, timeout=600).stdout
 
 
-def test_emulated_tpu_raises_torchtpus_error_then_falls_back_for_real() -> None:
-    out = _run_py("""
+def test_emulated_tpu_raises_torchtpus_error_then_falls_back_for_real(fresh_python: Runner) -> None:
+    out = _run_py(
+        fresh_python,
+        """
         import warnings, torch, xlaport
         import torch_xla, torch_xla.debug.metrics as met
         from xlaport import ops
@@ -237,7 +241,8 @@ def test_emulated_tpu_raises_torchtpus_error_then_falls_back_for_real() -> None:
             met.clear_all(); f(); torch_xla.sync(); seen.update(met.executed_fallback_ops())
         print("KERNEL-FALLBACKS", seen == set(ops.XLA_KERNELS_THAT_FALL_BACK), sorted(seen))
         print("XLA-NONZERO", ops.coverage(["aten::nonzero"], "xla")["aten::nonzero"].status)
-    """)
+    """,
+    )
     assert "RAISED operator 'aten::unique_dim' is not implemented for TPU. Please file a feature request" in out
     assert "VALUES [[1, 2], [3, 4]]" in out
     assert "WARN [\"operator 'aten::unique_dim' is not implemented for TPU. Falling back to CPU\"]" in out
@@ -247,12 +252,15 @@ def test_emulated_tpu_raises_torchtpus_error_then_falls_back_for_real() -> None:
     assert "KERNEL-FALLBACKS True" in out and "XLA-NONZERO falls back" in out
 
 
-def test_fallback_counts_without_torch_xla_is_empty_and_imports_nothing() -> None:
-    out = _run_py("""
+def test_fallback_counts_without_torch_xla_is_empty_and_imports_nothing(fresh_python: Runner) -> None:
+    out = _run_py(
+        fresh_python,
+        """
         import sys
         from xlaport import ops
         print("EMPTY", ops.fallback_counts() == {}, "torch_xla" in sys.modules)
-    """)
+    """,
+    )
     assert "EMPTY True False" in out
 
 
@@ -312,16 +320,17 @@ def test_cli_runs_a_whole_file(tmp_path: Path, capsys: pytest.CaptureFixture[str
         (["ops", "{f}:clean", "--input", "4:floaty"], "unknown dtype"),
     ],
 )
-def test_cli_errors_are_one_line_exit_2(argv: list[str], message: str, user_file: Path,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_errors_are_one_line_exit_2(
+    argv: list[str], message: str, user_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main([a.format(f=user_file) for a in argv]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1 and err.startswith("xlaport ops: error:")
 
 
-def test_cli_help() -> None:
-    out = subprocess.run([sys.executable, "-m", "xlaport.cli", "ops", "--help"], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0 and "MODULE:CALLABLE" in out.stdout and "--cpu-fallback" in out.stdout
+def test_cli_help(fresh_python: Runner) -> None:
+    out = fresh_python(module=["xlaport.cli", "ops", "--help"], timeout=120)
+    assert "MODULE:CALLABLE" in out.stdout and "--cpu-fallback" in out.stdout
 
 
 # ---------------------------------------------------------------- the generated page

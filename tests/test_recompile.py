@@ -7,15 +7,12 @@ config (automatic dynamic shapes off) for the whole process, which would change 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 import torch
 
+from conftest import Runner
 from xlaport.recompile import (
     RecompileMonitor,
     describe_key_change,
@@ -23,28 +20,42 @@ from xlaport.recompile import (
     shape_key,
 )
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
 
-
-def _run(code: str, timeout: int = 240) -> dict:
-    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""), "PJRT_DEVICE": "CPU"}
-    p = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, timeout=timeout)
-    assert p.returncode == 0, p.stderr[-3000:]
-    return json.loads(p.stdout.strip().splitlines()[-1])
+def _run(fresh_python: Runner, code: str, timeout: int = 240) -> dict:
+    """Run ``code`` in a fresh interpreter; its last stdout line is JSON."""
+    return json.loads(fresh_python(code, timeout=timeout).stdout.strip().splitlines()[-1])
 
 
 # ------------------------------------------------------------------ reason parsing
 @pytest.mark.parametrize(
     "text,kind,clean",
     [
-        ("0/7: tensor 'mel' size mismatch at index 2. expected 888, actual 961", "shape",
-         "tensor 'mel' size mismatch at index 2. expected 888, actual 961"),
-        ("0/0: tensor 'x' dtype mismatch. expected Float, actual Double", "dtype", "tensor 'x' dtype mismatch. expected Float, actual Double"),
-        ("0/1: k == 1.0                                  # def f(x, k): ...  # t.py:3 in f", "python_constant", "k == 1.0"),
+        (
+            "0/7: tensor 'mel' size mismatch at index 2. expected 888, actual 961",
+            "shape",
+            "tensor 'mel' size mismatch at index 2. expected 888, actual 961",
+        ),
+        (
+            "0/0: tensor 'x' dtype mismatch. expected Float, actual Double",
+            "dtype",
+            "tensor 'x' dtype mismatch. expected Float, actual Double",
+        ),
+        (
+            "0/1: k == 1.0                                  # def f(x, k): ...  # t.py:3 in f",
+            "python_constant",
+            "k == 1.0",
+        ),
         ("0/3: flag == True", "python_constant", "flag == True"),
-        ("0/2: tensor 'x' stride mismatch at index 0. expected 1, actual 2", "stride", "tensor 'x' stride mismatch at index 0. expected 1, actual 2"),
-        ("0/4: tensor 'x' requires_grad mismatch. expected requires_grad=0", "requires_grad",
-         "tensor 'x' requires_grad mismatch. expected requires_grad=0"),
+        (
+            "0/2: tensor 'x' stride mismatch at index 0. expected 1, actual 2",
+            "stride",
+            "tensor 'x' stride mismatch at index 0. expected 1, actual 2",
+        ),
+        (
+            "0/4: tensor 'x' requires_grad mismatch. expected requires_grad=0",
+            "requires_grad",
+            "tensor 'x' requires_grad mismatch. expected requires_grad=0",
+        ),
         ("0/5: x.storage_offset() == 3", "storage_offset", "x.storage_offset() == 3"),
         ("0/6: len(L['xs']) == 2", "length", "len(L['xs']) == 2"),
         ("0/6: ___check_obj_id(L['self'], 1403)", "object_identity", "___check_obj_id(L['self'], 1403)"),
@@ -100,9 +111,10 @@ def test_steps_do_not_nest_and_table_args() -> None:
 
 
 # ------------------------------------------------------------------ no compiler at all
-def test_plain_eager_degrades_gracefully() -> None:
+def test_plain_eager_degrades_gracefully(fresh_python: Runner) -> None:
     """No compiler and no torch_xla (a fresh process): steps are recorded, compiles are 0, signals absent."""
     out = _run(
+        fresh_python,
         """
         import json, math, sys, torch
         from xlaport.recompile import RecompileMonitor
@@ -116,15 +128,25 @@ def test_plain_eager_degrades_gracefully() -> None:
         print(json.dumps({"source": s.source, "compiles": s.compiles, "steps": s.steps, "keys": s.distinct_keys,
                           "ratio_nan": math.isnan(s.ratio), "storm": bool(s.storm), "xla": r.xla_compiles,
                           "tpu": r.tpu_cache_misses, "imported": sorted(m for m in ("torch_xla", "torch_tpu") if m in sys.modules)}))
-        """
+        """,
     )
-    assert out == {"source": "dynamo", "compiles": 0, "steps": 3, "keys": 3, "ratio_nan": True, "storm": False,
-                   "xla": None, "tpu": None, "imported": []}
+    assert out == {
+        "source": "dynamo",
+        "compiles": 0,
+        "steps": 3,
+        "keys": 3,
+        "ratio_nan": True,
+        "storm": False,
+        "xla": None,
+        "tpu": None,
+        "imported": [],
+    }
 
 
 # ------------------------------------------------------------------ Dynamo on CPU (no torch_xla)
-def test_dynamo_cpu_shapes_constants_and_limit() -> None:
+def test_dynamo_cpu_shapes_constants_and_limit(fresh_python: Runner) -> None:
     out = _run(
+        fresh_python,
         """
         import json, sys, torch
         from xlaport.recompile import RecompileMonitor
@@ -153,7 +175,7 @@ def test_dynamo_cpu_shapes_constants_and_limit() -> None:
                           reasons=[r.reasons for r in mon.records], ratio=mon.summary().ratio)
         res["xla_loaded"] = "torch_xla" in sys.modules
         print(json.dumps(res))
-        """
+        """,
     )
     assert out["xla_loaded"] is False
     e = out["eager"]
@@ -164,14 +186,17 @@ def test_dynamo_cpu_shapes_constants_and_limit() -> None:
     assert e["compile_s"] > 0
     a = out["aot"]
     assert a["per_step"] == [1, 1, 1, 0]
-    assert a["kinds"][1] == ["python_constant"] and a["reasons"][1] == ["k == 1.0"]  # the guard that failed: it expected 1.0
+    assert a["kinds"][1] == ["python_constant"] and a["reasons"][1] == [
+        "k == 1.0"
+    ]  # the guard that failed: it expected 1.0
     assert a["kinds"][2] == ["dtype"]
     assert a["ratio"] > 1  # a compiling step is slower than the cached one
 
 
 # ------------------------------------------------------------------ XLA lazy and openxla
-def test_xla_lazy_and_openxla() -> None:
+def test_xla_lazy_and_openxla(fresh_python: Runner) -> None:
     out = _run(
+        fresh_python,
         """
         import json, torch, torch_xla
         from xlaport.recompile import RecompileMonitor
@@ -196,7 +221,7 @@ def test_xla_lazy_and_openxla() -> None:
             res["openxla"] = dict(xla=[r.xla_compiles for r in mon.records], dyn=[r.dynamo_compiles for r in mon.records],
                                   kinds=[r.kinds for r in mon.records], reasons=[r.reasons for r in mon.records])
         print(json.dumps(res))
-        """
+        """,
     )
     lz = out["lazy"]
     assert lz["source"] == "xla" and lz["per_step"] == [1, 1, 0, 1, 0] and lz["distinct"] == 3
@@ -210,9 +235,10 @@ def test_xla_lazy_and_openxla() -> None:
 
 
 # ------------------------------------------------------------------ TorchTPU cache stats (faked package)
-def test_torch_tpu_cache_stats() -> None:
+def test_torch_tpu_cache_stats(fresh_python: Runner) -> None:
     """With torch_tpu loaded (faked, in a fresh process without torch_xla), compiles are TorchTPU cache misses."""
     out = _run(
+        fresh_python,
         """
         import json, sys, types, torch
         stats = types.SimpleNamespace(num_cache_reqs=0, num_cache_hits=0)
@@ -226,7 +252,7 @@ def test_torch_tpu_cache_stats() -> None:
                     stats.num_cache_hits += 0 if miss else 1
         print(json.dumps({"compiles": [r.compiles for r in mon.records], "sources": sorted({r.source for r in mon.records}),
                           "compile_s": [mon.records[0].compile_s, mon.summary().compile_s]}))
-        """
+        """,
     )
     assert out == {"compiles": [1, 0, 1], "sources": ["torch_tpu"], "compile_s": [None, None]}
 
@@ -246,3 +272,35 @@ def test_reports_table_rows_plot() -> None:
     assert ax.get_ylabel() == "step wall time (ms)" and len(ax.lines) == 1
     mon.reset()
     assert mon.records == [] and mon.summary().steps == 0
+
+
+# ------------------------------------------------------------------ persistent-cache check (argument handling)
+def test_persistent_cache_check_rejects_bad_input(tmp_path: Path) -> None:
+    from xlaport.recompile.persistent_cache import PersistentCacheCheck
+
+    with pytest.raises(ValueError, match="frames"):
+        PersistentCacheCheck(frames=2.5)  # type: ignore[arg-type]
+    with PersistentCacheCheck(frames=100, cache_dir=tmp_path / "cache") as check:
+        with pytest.raises(ValueError, match="no run 'cold'"):
+            check.result("cold")
+        with pytest.raises(ValueError, match="label"):
+            check.start("")
+    assert (tmp_path / "cache").is_dir()  # a directory the caller gave is left in place
+
+
+@pytest.mark.subprocess
+def test_persistent_cache_check_really_compiles_and_writes(tmp_path: Path) -> None:
+    """Two fresh processes on XLA:CPU: the cold one compiles once and writes one entry; the warm one either loads
+    it (a hit, no compile) or says why it could not (a deserialisation failure, then one compile)."""
+    from xlaport.recompile.persistent_cache import PersistentCacheCheck
+
+    with PersistentCacheCheck(frames=100, cache_dir=tmp_path) as check:
+        check.start("cold")
+        check.start("warm")
+        cold, warm = check.result("cold"), check.result("warm")
+    assert (cold.compiles, cold.misses, cold.hits) == (1, 1, 0), cold
+    assert cold.files_after >= 1, cold
+    if warm.hits:
+        assert warm.compiles == 0 and warm.deserialize_failures == 0, warm
+    else:
+        assert warm.deserialize_failures == 1 and warm.compiles == 1 and warm.errors, warm

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import textwrap
 import types
@@ -11,6 +10,7 @@ import warnings
 import pytest
 import torch
 
+from conftest import Runner
 from xlaport import detect, targets
 from xlaport.targets import target
 
@@ -98,7 +98,9 @@ def test_target_names_are_case_insensitive(nothing: pytest.MonkeyPatch) -> None:
     assert target("CPU").name == "cpu"
 
 
-def test_tpu_compile_rejects_dynamic_true_with_torchtpus_message(nothing: pytest.MonkeyPatch, emulator: list[str]) -> None:
+def test_tpu_compile_rejects_dynamic_true_with_torchtpus_message(
+    nothing: pytest.MonkeyPatch, emulator: list[str]
+) -> None:
     t = target("tpu")
     with pytest.raises(NotImplementedError, match=r"TPU backend does not support torch.compile\(\.\.\., dynamic=True"):
         t.compile(lambda x: x, dynamic=True)
@@ -108,7 +110,7 @@ def test_compile_applies_profile_defaults(nothing: pytest.MonkeyPatch, emulator:
     seen: dict[str, object] = {}
 
     def fake_compile(fn: object, **kw: object) -> object:
-        backend = kw["backend"]   # a wrapped backend (e.g. storage-offset guards) names what it wraps
+        backend = kw["backend"]  # a wrapped backend (e.g. storage-offset guards) names what it wraps
         kw["backend"] = getattr(backend, "inner_name", backend)
         seen.update(kw)
         return fn
@@ -117,7 +119,7 @@ def test_compile_applies_profile_defaults(nothing: pytest.MonkeyPatch, emulator:
     target("tpu").compile(lambda x: x)
     assert seen == {"backend": "openxla", "dynamic": False}
     seen.clear()
-    target("tpu").compile(lambda x: x, dynamic=None)          # the caller's choice wins where allowed
+    target("tpu").compile(lambda x: x, dynamic=None)  # the caller's choice wins where allowed
     assert seen["dynamic"] is None
     seen.clear()
     with warnings.catch_warnings(record=True) as w:
@@ -130,7 +132,7 @@ def test_compile_applies_profile_defaults(nothing: pytest.MonkeyPatch, emulator:
     assert seen == {"backend": "inductor", "mode": "reduce-overhead"}
 
 
-def test_detection_here_never_touches_torch_tpu_libtpu_or_the_network() -> None:
+def test_detection_here_never_touches_torch_tpu_libtpu_or_the_network(fresh_python: Runner) -> None:
     """On this machine (no TPU): resolving every target imports neither torch_tpu nor libtpu, opens no socket."""
     code = textwrap.dedent(
         """
@@ -149,11 +151,11 @@ def test_detection_here_never_touches_torch_tpu_libtpu_or_the_network() -> None:
         print("clean")
         """
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0 and "clean" in out.stdout, out.stderr[-2000:]
+    out = fresh_python(code)
+    assert "clean" in out.stdout, out.stdout
 
 
-def test_emulated_target_really_compiles_on_xla() -> None:
+def test_emulated_target_really_compiles_on_xla(fresh_python: Runner) -> None:
     """End to end in a subprocess: an emulated tpu target compiles one program per shape, counted."""
     code = textwrap.dedent(
         """
@@ -166,14 +168,13 @@ def test_emulated_target_really_compiles_on_xla() -> None:
         print("compiles", t.compiles() - before, t.device.type)
         """
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    line = [l for l in out.stdout.splitlines() if l.startswith("compiles")][0]
+    out = fresh_python(code)
+    line = next(ln for ln in out.stdout.splitlines() if ln.startswith("compiles"))
     n, dev = int(line.split()[1]), line.split()[2]
-    assert dev == "xla" and n >= 2, line     # shapes 4 and 8 need two programs
+    assert dev == "xla" and n >= 2, line  # shapes 4 and 8 need two programs
 
 
-def test_emulated_sync_runs_the_pending_graph() -> None:
+def test_emulated_sync_runs_the_pending_graph(fresh_python: Runner) -> None:
     """``Target.sync`` on XLA cuts the lazy graph and executes it (``torch_xla.sync(wait=True)``):
     afterwards the result is device data, not pending IR; ``Target.executions`` counts exactly that
     one program, and reading the value executes nothing more."""
@@ -195,12 +196,11 @@ def test_emulated_sync_runs_the_pending_graph() -> None:
         print("result", pending, runs1 - runs0, runs2 - runs1, value, done, xlaport.target("cpu").executions())
         """
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    line = [l for l in out.stdout.splitlines() if l.startswith("result")][0].split()
-    assert line[1] == "True", out.stdout            # before sync: y was a pending lazy graph
-    assert int(line[2]) == 1, out.stdout            # sync executed exactly that graph
-    assert line[5] == "True", out.stdout            # and left y as device data
-    assert int(line[3]) == 0, out.stdout            # reading the value afterwards executed nothing
-    assert float(line[4]) == 36.0, out.stdout       # sum(2x + 1) for x = 0..5
-    assert line[6] == "None", out.stdout            # CPU has no execution counter
+    out = fresh_python(code)
+    line = next(ln for ln in out.stdout.splitlines() if ln.startswith("result")).split()
+    assert line[1] == "True", out.stdout  # before sync: y was a pending lazy graph
+    assert int(line[2]) == 1, out.stdout  # sync executed exactly that graph
+    assert line[5] == "True", out.stdout  # and left y as device data
+    assert int(line[3]) == 0, out.stdout  # reading the value afterwards executed nothing
+    assert float(line[4]) == 36.0, out.stdout  # sum(2x + 1) for x = 0..5
+    assert line[6] == "None", out.stdout  # CPU has no execution counter

@@ -28,8 +28,12 @@ __all__ = ["Profile", "Rule", "Target", "TARGET_NAMES", "profile", "target", "__
 
 # Imported on first use, so that torch-free tools (xlaport.cost, the CLI's help) start fast.
 _LAZY = {
-    "Profile": "profiles", "Rule": "profiles", "profile": "profiles",
-    "Target": "targets", "TARGET_NAMES": "targets", "target": "targets",
+    "Profile": "profiles",
+    "Rule": "profiles",
+    "profile": "profiles",
+    "Target": "targets",
+    "TARGET_NAMES": "targets",
+    "target": "targets",
 }
 
 if TYPE_CHECKING:  # pragma: no cover

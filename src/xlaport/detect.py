@@ -38,10 +38,12 @@ def _read_hex(path: Path) -> int | None:
         return None
 
 
-def tpu_chips(sysfs: str | os.PathLike[str] = "/sys/bus/pci/devices", dev: str | os.PathLike[str] = "/dev") -> list[TpuChip]:
+def tpu_chips(
+    sysfs: str | os.PathLike[str] = "/sys/bus/pci/devices", dev: str | os.PathLike[str] = "/dev"
+) -> list[TpuChip]:
     """TPU chips that torch_tpu 0.2.0 would use: Google vendor id, known device id, VFIO node present."""
     root = Path(sysfs)
-    chips = []
+    chips: list[TpuChip] = []
     if not root.is_dir():
         return chips
     for entry in sorted(root.iterdir()):

@@ -17,7 +17,16 @@ from .reference import data_text
 
 __all__ = ["Rule", "Profile", "profile", "profile_names"]
 
-_KINDS = {"compile_default", "compile_reject", "compile_ignore", "amp_dtype", "device_api", "note", "guard", "missing_op"}
+_KINDS = {
+    "compile_default",
+    "compile_reject",
+    "compile_ignore",
+    "amp_dtype",
+    "device_api",
+    "note",
+    "guard",
+    "missing_op",
+}
 
 
 @dataclass(frozen=True)

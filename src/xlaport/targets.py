@@ -19,8 +19,9 @@ import importlib.metadata
 import os
 import platform
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 import torch
 
@@ -59,8 +60,7 @@ def xla_device() -> torch.device:
         import torch_xla
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise RuntimeError(
-            "emulating tpu/neuron needs torch_xla 2.9 (pip install torch==2.9.0 torch_xla==2.9.0); "
-            f"import failed: {e}"
+            f"emulating tpu/neuron needs torch_xla 2.9 (pip install torch==2.9.0 torch_xla==2.9.0); import failed: {e}"
         ) from None
     return torch_xla.device()
 
@@ -103,7 +103,7 @@ class Target:
         v = {"python": platform.python_version(), "torch": torch.__version__}
         for dist in ("torch_xla", "torch_tpu", "torch-neuronx"):
             ver = _version(dist)
-            if ver and (dist == "torch_xla" and self.on_xla or dist != "torch_xla" and not self.emulated):
+            if ver and ((dist == "torch_xla" and self.on_xla) or (dist != "torch_xla" and not self.emulated)):
                 v[dist] = ver
         return v
 
@@ -135,7 +135,7 @@ class Target:
             opts["backend"] = with_storage_offset_guards(opts["backend"])
         if opts["backend"] != "inductor":
             opts.pop("mode", None)  # only Inductor understands mode=
-        return torch.compile(fn, **opts)
+        return cast(F, torch.compile(fn, **opts))
 
     def _backend_for(self, requested: Any) -> Any:
         if not isinstance(requested, str):
@@ -175,9 +175,9 @@ class Target:
         XLA (emulated targets): torch_xla's ``UncachedCompile`` counter. Real TPU: TorchTPU's
         compilation-cache misses. Both read through :func:`xlaport.metrics.snapshot`.
         """
-        if not (self.on_xla or self.device.type == "tpu" and not self.emulated):
+        if not (self.on_xla or (self.device.type == "tpu" and not self.emulated)):
             return None
-        return metrics.snapshot(fallbacks=False).compiles
+        return metrics.snapshot(fallbacks=False, times=()).compiles
 
     def executions(self) -> int | None:
         """Programs executed so far on this device, or None where the backend does not say.
@@ -189,7 +189,7 @@ class Target:
         """
         if not self.on_xla:
             return None
-        return metrics.snapshot(wait=True, fallbacks=False).executions
+        return metrics.snapshot(wait=True, fallbacks=False, times=("ExecuteTime",)).executions
 
     def manual_seed(self, seed: int) -> None:
         """Seed torch's generators for this target (host and device)."""
@@ -210,7 +210,11 @@ def _cuda_target(p: Profile) -> Target:
         name = torch.cuda.get_device_name(0)
         return Target("cuda", torch.device("cuda"), False, p, p.compile_backend, f"real CUDA device: {name}")
     return Target(
-        "cuda", torch.device("cpu"), True, p, p.compile_backend,
+        "cuda",
+        torch.device("cpu"),
+        True,
+        p,
+        p.compile_backend,
         "no CUDA device here: the CUDA code path runs on CPU",
     )
 
@@ -222,7 +226,11 @@ def _emulated(name: str, p: Profile) -> Target:
 
         emulate_missing_ops(rule)
     return Target(
-        name, device, True, p, EMULATOR_BACKEND,
+        name,
+        device,
+        True,
+        p,
+        EMULATOR_BACKEND,
         f"emulated on torch_xla XLA:CPU (PJRT_DEVICE={os.environ.get('PJRT_DEVICE')}), "
         f"{p.title} rules applied, compile backend '{p.compile_backend}' -> '{EMULATOR_BACKEND}'",
     )
@@ -235,7 +243,9 @@ def _tpu_target(p: Profile, allow_emulation: bool) -> Target:
         import torch_tpu  # noqa: F401  (registers the 'tpu' device)
 
         gens = sorted({c.generation for c in chips})
-        return Target("tpu", _real_device(p), False, p, p.compile_backend, f"real TPU {'/'.join(gens)}, {len(chips)} chip(s)")
+        return Target(
+            "tpu", _real_device(p), False, p, p.compile_backend, f"real TPU {'/'.join(gens)}, {len(chips)} chip(s)"
+        )
     if not allow_emulation:
         raise RuntimeError("no TPU found by PCI scan (Google vendor 0x1ae0 behind VFIO)")
     return _emulated("tpu", p)
@@ -244,7 +254,9 @@ def _tpu_target(p: Profile, allow_emulation: bool) -> Target:
 def _neuron_target(p: Profile, allow_emulation: bool) -> Target:
     devs = detect.neuron_devices()
     if devs and detect.neuron_importable():
-        return Target("neuron", _real_device(p), False, p, p.compile_backend, f"real Trainium, {len(devs)} Neuron device(s)")
+        return Target(
+            "neuron", _real_device(p), False, p, p.compile_backend, f"real Trainium, {len(devs)} Neuron device(s)"
+        )
     if not allow_emulation:
         raise RuntimeError("no Trainium found (/dev/neuron* with torch_neuronx installed)")
     return _emulated("neuron", p)

@@ -62,4 +62,3 @@ def integer(name: str, x: Any, *, minimum: int | None = None) -> int:
     if minimum is not None and v < minimum:
         raise ValueError(f"{name} must be a whole number >= {minimum}, got {x!r}")
     return int(v)
-

@@ -33,17 +33,41 @@ class Command:
         return importlib.import_module(self.module)
 
 
-COMMANDS: dict[str, Command] = {c.name: c for c in (
-    Command("target", "xlaport.cli.target", "show the device a target name gives on this machine (real or emulated)", True),
-    Command("ops", "xlaport.cli.ops", "list the ATen ops a Python file or callable dispatches and what each target does "
-            "with them", True),
-    Command("api-map", "xlaport.cli.api_map", "what a torch.cuda call becomes on torch.accelerator, TorchTPU and "
-            "TorchNeuron", False),
-    Command("cost", "xlaport.cli.cost", "pricing math: peak FLOP/s, MFU, cost per token, image and run, migration "
-            "break-even", False),
-    Command("attention-check", "xlaport.cli.attention", "run the attention inf/NaN reproductions and their fixes on "
-            "this machine", True),
-)}
+COMMANDS: dict[str, Command] = {
+    c.name: c
+    for c in (
+        Command(
+            "target",
+            "xlaport.cli.target",
+            "show the device a target name gives on this machine (real or emulated)",
+            True,
+        ),
+        Command(
+            "ops",
+            "xlaport.cli.ops",
+            "list the ATen ops a Python file or callable dispatches and what each target does with them",
+            True,
+        ),
+        Command(
+            "api-map",
+            "xlaport.cli.api_map",
+            "what a torch.cuda call becomes on torch.accelerator, TorchTPU and TorchNeuron",
+            False,
+        ),
+        Command(
+            "cost",
+            "xlaport.cli.cost",
+            "pricing math: peak FLOP/s, MFU, cost per token, image and run, migration break-even",
+            False,
+        ),
+        Command(
+            "attention-check",
+            "xlaport.cli.attention",
+            "run the attention inf/NaN reproductions and their fixes on this machine",
+            True,
+        ),
+    )
+}
 
 
 def _version() -> str:

@@ -10,17 +10,26 @@ _TARGETS = ("tpu", "neuron", "xla")  # xlaport.ops.COVERAGE_TARGETS, repeated so
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.description = ("Trace SPEC on CPU and report, per ATen op, whether each target has a kernel, decomposes it, "
-                     "falls back to CPU, or raises. Exit status 1 when an op would raise on a chosen target (use it "
-                     "in CI), 2 for bad input.")
+    p.description = (
+        "Trace SPEC on CPU and report, per ATen op, whether each target has a kernel, decomposes it, "
+        "falls back to CPU, or raises. Exit status 1 when an op would raise on a chosen target (use it "
+        "in CI), 2 for bad input."
+    )
     p.add_argument("spec", help="FILE.py (runs the file), FILE.py:CALLABLE or MODULE:CALLABLE")
-    p.add_argument("--input", action="append", default=[], metavar="SHAPE[:DTYPE]",
-                   help="an example input for CALLABLE, e.g. 8x4 or 16:int64 (repeat for more; default: the "
-                   "module's example_inputs)")
-    p.add_argument("--target", action="append", choices=_TARGETS, default=None,
-                   help="target to check (repeatable; default: tpu)")
-    p.add_argument("--cpu-fallback", action="store_true",
-                   help="TorchTPU with CPU fallback switched on (enable_cpu_fallback)")
+    p.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="SHAPE[:DTYPE]",
+        help="an example input for CALLABLE, e.g. 8x4 or 16:int64 (repeat for more; default: the "
+        "module's example_inputs)",
+    )
+    p.add_argument(
+        "--target", action="append", choices=_TARGETS, default=None, help="target to check (repeatable; default: tpu)"
+    )
+    p.add_argument(
+        "--cpu-fallback", action="store_true", help="TorchTPU with CPU fallback switched on (enable_cpu_fallback)"
+    )
     p.add_argument("--problems", action="store_true", help="list only ops that fall back, raise or are unknown")
     p.add_argument("--seed", default="0", help="seed for random example inputs (a whole number; default 0)")
 

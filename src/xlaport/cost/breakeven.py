@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ..validate import fraction, non_negative, number, positive, unit_interval
 from .facts import chip
 
-__all__ = ["Side", "Migration", "Decision", "monthly_compute_usd", "one_time_usd", "break_even_months", "decide",
-           "break_even_current_usd_per_chip_hour", "relative_rounding", "sensitivity"]
+__all__ = [
+    "Side",
+    "Migration",
+    "Decision",
+    "monthly_compute_usd",
+    "one_time_usd",
+    "break_even_months",
+    "decide",
+    "break_even_current_usd_per_chip_hour",
+    "relative_rounding",
+    "sensitivity",
+]
 
 
 @dataclass(frozen=True)
@@ -55,8 +66,15 @@ class Migration:
     ongoing_person_weeks_per_month: float = 0.0
 
     def __post_init__(self) -> None:
-        for k in ("kernels", "person_weeks_per_kernel", "port_person_weeks", "validation_person_weeks",
-                  "team_size", "disruption_weeks", "ongoing_person_weeks_per_month"):
+        for k in (
+            "kernels",
+            "person_weeks_per_kernel",
+            "port_person_weeks",
+            "validation_person_weeks",
+            "team_size",
+            "disruption_weeks",
+            "ongoing_person_weeks_per_month",
+        ):
             non_negative(k, getattr(self, k))
         positive("usd_per_person_week", self.usd_per_person_week)
         unit_interval("velocity_loss", self.velocity_loss)
@@ -112,29 +130,38 @@ class Decision:
         return self.net_over_horizon_usd > 0
 
 
-def decide(flop_per_month: float, current: Side, proposed: Side, migration: Migration,
-           horizon_months: float = 24) -> Decision:
+def decide(
+    flop_per_month: float, current: Side, proposed: Side, migration: Migration, horizon_months: float = 24
+) -> Decision:
     """Compare running ``flop_per_month`` on ``current`` vs ``proposed`` after paying ``migration``."""
     h = positive("horizon_months", horizon_months)
     cur = monthly_compute_usd(flop_per_month, current)
     new = monthly_compute_usd(flop_per_month, proposed)
     once = one_time_usd(migration)
     saving = cur - new - migration.ongoing_usd_per_month
-    return Decision(current_monthly_usd=cur, proposed_monthly_usd=new,
-                    ongoing_usd_per_month=migration.ongoing_usd_per_month, monthly_saving_usd=saving,
-                    one_time_usd=once, break_even_months=break_even_months(once, saving), horizon_months=h,
-                    net_over_horizon_usd=saving * h - once)
+    return Decision(
+        current_monthly_usd=cur,
+        proposed_monthly_usd=new,
+        ongoing_usd_per_month=migration.ongoing_usd_per_month,
+        monthly_saving_usd=saving,
+        one_time_usd=once,
+        break_even_months=break_even_months(once, saving),
+        horizon_months=h,
+        net_over_horizon_usd=saving * h - once,
+    )
 
 
-def break_even_current_usd_per_chip_hour(flop_per_month: float, current: Side, proposed: Side,
-                                         migration: Migration, horizon_months: float = 24) -> float:
+def break_even_current_usd_per_chip_hour(
+    flop_per_month: float, current: Side, proposed: Side, migration: Migration, horizon_months: float = 24
+) -> float:
     """The current side's price per chip-hour at which migrating nets exactly zero over the horizon.
 
     Pay less than this now and staying is cheaper; pay more and the move wins.
     """
     h = positive("horizon_months", horizon_months)
-    needed = (monthly_compute_usd(flop_per_month, proposed) + migration.ongoing_usd_per_month
-              + one_time_usd(migration) / h)
+    needed = (
+        monthly_compute_usd(flop_per_month, proposed) + migration.ongoing_usd_per_month + one_time_usd(migration) / h
+    )
     return needed / monthly_compute_usd(flop_per_month, current) * current.usd_per_chip_hour
 
 
@@ -152,8 +179,14 @@ def relative_rounding(x: float) -> float:
     return 0.5 * unit / abs(v)
 
 
-def sensitivity(flop_per_month: float, current: Side, proposed: Side, migration: Migration,
-                horizon_months: float = 24, factors: tuple[float, ...] = (0.8, 1.25)) -> list[dict[str, Any]]:
+def sensitivity(
+    flop_per_month: float,
+    current: Side,
+    proposed: Side,
+    migration: Migration,
+    horizon_months: float = 24,
+    factors: tuple[float, ...] = (0.8, 1.25),
+) -> list[dict[str, Any]]:
     """How the decision moves when one input changes by each factor, the others held.
 
     Inputs varied: utilisation on each side, MFU on each side, the proposed side's price (a
@@ -162,12 +195,22 @@ def sensitivity(flop_per_month: float, current: Side, proposed: Side, migration:
     ``break_even_months``, ``net_over_horizon_usd``.
     """
     base = decide(flop_per_month, current, proposed, migration, horizon_months)
-    rows: list[dict[str, Any]] = [{"input": "baseline", "factor": 1.0, "value": float("nan"),
-                                   "break_even_months": base.break_even_months,
-                                   "net_over_horizon_usd": base.net_over_horizon_usd}]
-    knobs = (("current utilisation", "current", "utilisation"), ("proposed utilisation", "proposed", "utilisation"),
-             ("current MFU", "current", "mfu"), ("proposed MFU", "proposed", "mfu"),
-             ("proposed price", "proposed", "usd_per_chip_hour"))
+    rows: list[dict[str, Any]] = [
+        {
+            "input": "baseline",
+            "factor": 1.0,
+            "value": float("nan"),
+            "break_even_months": base.break_even_months,
+            "net_over_horizon_usd": base.net_over_horizon_usd,
+        }
+    ]
+    knobs = (
+        ("current utilisation", "current", "utilisation"),
+        ("proposed utilisation", "proposed", "utilisation"),
+        ("current MFU", "current", "mfu"),
+        ("proposed MFU", "proposed", "mfu"),
+        ("proposed price", "proposed", "usd_per_chip_hour"),
+    )
     for label, which, attr in knobs:
         for f in factors:
             positive("factor", f)
@@ -176,14 +219,32 @@ def sensitivity(flop_per_month: float, current: Side, proposed: Side, migration:
             if attr != "usd_per_chip_hour":
                 v = min(v, 1.0)
             changed = replace(side, **{attr: v})
-            d = decide(flop_per_month, changed if which == "current" else current,
-                       changed if which == "proposed" else proposed, migration, horizon_months)
-            rows.append({"input": label, "factor": f, "value": v, "break_even_months": d.break_even_months,
-                         "net_over_horizon_usd": d.net_over_horizon_usd})
+            d = decide(
+                flop_per_month,
+                changed if which == "current" else current,
+                changed if which == "proposed" else proposed,
+                migration,
+                horizon_months,
+            )
+            rows.append(
+                {
+                    "input": label,
+                    "factor": f,
+                    "value": v,
+                    "break_even_months": d.break_even_months,
+                    "net_over_horizon_usd": d.net_over_horizon_usd,
+                }
+            )
     for f in factors:
         m = replace(migration, usd_per_person_week=migration.usd_per_person_week * f)
         d = decide(flop_per_month, current, proposed, m, horizon_months)
-        rows.append({"input": "engineering cost", "factor": f, "value": m.usd_per_person_week,
-                     "break_even_months": d.break_even_months, "net_over_horizon_usd": d.net_over_horizon_usd})
+        rows.append(
+            {
+                "input": "engineering cost",
+                "factor": f,
+                "value": m.usd_per_person_week,
+                "break_even_months": d.break_even_months,
+                "net_over_horizon_usd": d.net_over_horizon_usd,
+            }
+        )
     return rows
-

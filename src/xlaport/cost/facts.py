@@ -14,8 +14,22 @@ from typing import Any
 
 from ..reference import data_text
 
-__all__ = ["DATA_FILE", "PRICE_TERMS", "Fact", "Chip", "chip", "chip_names", "claim", "claims", "model_config",
-           "data_info", "hours_per_month", "reference_rows", "claim_rows", "parse_fact"]
+__all__ = [
+    "DATA_FILE",
+    "PRICE_TERMS",
+    "Fact",
+    "Chip",
+    "chip",
+    "chip_names",
+    "claim",
+    "claims",
+    "model_config",
+    "data_info",
+    "hours_per_month",
+    "reference_rows",
+    "claim_rows",
+    "parse_fact",
+]
 
 DATA_FILE = "hardware.toml"
 PRICE_TERMS: tuple[str, ...] = ("on_demand", "1yr", "3yr")
@@ -49,8 +63,16 @@ def parse_fact(key: str, d: dict[str, Any]) -> Fact:
     if d["evidence"] not in _EVIDENCE:
         raise ValueError(f"{DATA_FILE}: {key} has evidence {d['evidence']!r}, expected one of V, V2, U")
     extra = {k: v for k, v in d.items() if k not in (*_FACT_KEYS, "note")}
-    return Fact(key=key, value=float(d["value"]), unit=str(d["unit"]), source=str(d["source"]),
-                date=str(d["date"]), evidence=str(d["evidence"]), note=str(d.get("note", "")), extra=extra)
+    return Fact(
+        key=key,
+        value=float(d["value"]),
+        unit=str(d["unit"]),
+        source=str(d["source"]),
+        date=str(d["date"]),
+        evidence=str(d["evidence"]),
+        note=str(d.get("note", "")),
+        extra=extra,
+    )
 
 
 @dataclass(frozen=True)
@@ -78,8 +100,9 @@ class Chip:
         key = f"usd_per_chip_hour_{term}"
         if key not in self.facts:
             have = [t for t in PRICE_TERMS if f"usd_per_chip_hour_{t}" in self.facts]
-            raise ValueError(f"no published {term} price for {self.id} (published: {', '.join(have) or 'none'}); "
-                             "pass your own price")
+            raise ValueError(
+                f"no published {term} price for {self.id} (published: {', '.join(have) or 'none'}); pass your own price"
+            )
         return self.facts[key]
 
     def usd_per_chip_hour(self, term: str = "on_demand") -> float:
@@ -125,7 +148,7 @@ def chip(name: str) -> Chip:
 
 
 def claims() -> dict[str, Fact]:
-    """Published figures (vendor claims, the seed's figures) with their sources."""
+    """Published figures (vendor claims, launch-coverage figures) with their sources."""
     return dict(_claims())
 
 
@@ -147,8 +170,12 @@ def model_config(name: str) -> dict[str, Any]:
 def data_info() -> dict[str, str]:
     """Which data file the facts come from and when it was compiled."""
     meta = _raw()["meta"]
-    return {"file": f"xlaport/reference/data/{DATA_FILE}", "compiled": str(meta["compiled"]), "read": str(meta["read"]),
-            "research": str(meta["research"])}
+    return {
+        "file": f"xlaport/reference/data/{DATA_FILE}",
+        "compiled": str(meta["compiled"]),
+        "read": str(meta["read"]),
+        "research": str(meta["research"]),
+    }
 
 
 def hours_per_month() -> float:
@@ -164,18 +191,40 @@ def reference_rows() -> list[dict[str, Any]]:
     rows = []
     for c in _chips().values():
         for q, f in c.facts.items():
-            rows.append({"chip": c.name, "quantity": q, "value": f.value, "unit": f.unit, "source": f.source,
-                         "date": f.date, "verified": f.verified, "evidence": f.evidence, "note": f.note})
+            rows.append(
+                {
+                    "chip": c.name,
+                    "quantity": q,
+                    "value": f.value,
+                    "unit": f.unit,
+                    "source": f.source,
+                    "date": f.date,
+                    "verified": f.verified,
+                    "evidence": f.evidence,
+                    "note": f.note,
+                }
+            )
     return rows
 
 
 def claim_rows() -> list[dict[str, Any]]:
-    """Every published figure (vendor claims, the seed's figures) as a row for the book.
+    """Every published figure (vendor claims, launch-coverage figures) as a row for the book.
 
     Keys: ``claim``, ``value``, ``unit``, ``chip`` (id or ``""``), ``chips`` (count or ``None``),
     ``source``, ``date``, ``verified``, ``evidence``, ``note``.
     """
-    return [{"claim": k, "value": f.value, "unit": f.unit, "chip": str(f.extra.get("chip", "")),
-             "chips": f.extra.get("chips"), "source": f.source, "date": f.date, "verified": f.verified,
-             "evidence": f.evidence, "note": f.note} for k, f in _claims().items()]
-
+    return [
+        {
+            "claim": k,
+            "value": f.value,
+            "unit": f.unit,
+            "chip": str(f.extra.get("chip", "")),
+            "chips": f.extra.get("chips"),
+            "source": f.source,
+            "date": f.date,
+            "verified": f.verified,
+            "evidence": f.evidence,
+            "note": f.note,
+        }
+        for k, f in _claims().items()
+    ]

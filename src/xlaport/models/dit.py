@@ -42,6 +42,8 @@ class AdaNormBlock(nn.Module):
 class TinyDiT(nn.Module):
     """Velocity model for ``channels`` x ``size`` x ``size`` latents: width ``d``, ``depth`` blocks, ``patch`` x ``patch`` patches."""
 
+    freqs: torch.Tensor
+
     def __init__(self, channels: int, size: int, d: int, depth: int, patch: int = 2) -> None:
         super().__init__()
         if size % patch or d % 2:

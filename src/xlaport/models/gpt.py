@@ -33,7 +33,9 @@ class Block(nn.Module):
     def split_heads(self, x: torch.Tensor) -> list[torch.Tensor]:
         """``[q, k, v]``, each ``(batch, heads, time, head_dim)``, from ``x`` of shape ``(batch, time, d)``."""
         B, T, C = x.shape
-        return [u.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2) for u in self.qkv(self.ln1(x)).split(C, dim=2)]
+        return [
+            u.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2) for u in self.qkv(self.ln1(x)).split(C, dim=2)
+        ]
 
     def finish(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """The rest of the block, given the attention output ``y`` of shape ``(batch, heads, time, head_dim)``."""

@@ -43,7 +43,7 @@ def synthetic_mel(
     if not lengths or any(int(n) < 1 for n in lengths):
         raise ValueError(f"lengths must be a non-empty list of positive ints, got {list(lengths)!r}")
     T = max(int(n) for n in lengths) if pad_to is None else int(pad_to)
-    if T < max(lengths):
+    if max(lengths) > T:
         raise ValueError(f"pad_to={pad_to} is shorter than the longest length {max(lengths)}")
     mel = torch.zeros(len(lengths), n_mels, T)
     mask = torch.zeros(len(lengths), T, dtype=torch.bool)
@@ -69,7 +69,9 @@ class _Attention(nn.Module):
         self.kv = nn.Linear(d, 2 * d)
         self.out = nn.Linear(d, d)
 
-    def forward(self, x: torch.Tensor, ctx: torch.Tensor, key_mask: torch.Tensor | None = None, causal: bool = False) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, ctx: torch.Tensor, key_mask: torch.Tensor | None = None, causal: bool = False
+    ) -> torch.Tensor:
         B, Tq, d = x.shape
         Tk = ctx.shape[1]
         h = self.heads
@@ -90,8 +92,13 @@ class _Block(nn.Module):
         self.ln2 = nn.LayerNorm(d)
         self.mlp = nn.Sequential(nn.Linear(d, ffn), nn.GELU(), nn.Linear(ffn, d))
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, mem: torch.Tensor | None = None,
-                mem_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None,
+        mem: torch.Tensor | None = None,
+        mem_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         y = self.ln1(x)
         x = x + self.attn(y, y, mask, causal=self.xattn is not None)
         if self.xattn is not None and self.ln_x is not None and mem is not None:
@@ -102,8 +109,20 @@ class _Block(nn.Module):
 class TinyWhisper(nn.Module):
     """Whisper-shaped encoder-decoder, small enough to compile in seconds on XLA:CPU."""
 
-    def __init__(self, n_mels: int = 80, d: int = 64, heads: int = 2, enc_layers: int = 2, dec_layers: int = 2,
-                 ffn: int = 128, vocab: int = 256, max_tokens: int = 32, max_frames: int = 3000) -> None:
+    enc_pos: torch.Tensor
+
+    def __init__(
+        self,
+        n_mels: int = 80,
+        d: int = 64,
+        heads: int = 2,
+        enc_layers: int = 2,
+        dec_layers: int = 2,
+        ffn: int = 128,
+        vocab: int = 256,
+        max_tokens: int = 32,
+        max_frames: int = 3000,
+    ) -> None:
         super().__init__()
         if d % heads or d % 2:
             raise ValueError(f"d={d} must be even and divisible by heads={heads}")
@@ -112,7 +131,9 @@ class TinyWhisper(nn.Module):
         self.enc = nn.ModuleList(_Block(d, heads, ffn, cross=False) for _ in range(enc_layers))
         self.enc_ln = nn.LayerNorm(d)
         # fixed sinusoidal positions, computed once (Whisper keeps them as a buffer too)
-        self.register_buffer("enc_pos", _sinusoids(encoder_frames(max_frames), d, torch.device("cpu")), persistent=False)
+        self.register_buffer(
+            "enc_pos", _sinusoids(encoder_frames(max_frames), d, torch.device("cpu")), persistent=False
+        )
         self.embed = nn.Embedding(vocab, d)
         self.pos = nn.Parameter(torch.randn(max_tokens, d) * 0.02)
         self.dec = nn.ModuleList(_Block(d, heads, ffn, cross=True) for _ in range(dec_layers))

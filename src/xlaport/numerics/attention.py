@@ -24,6 +24,7 @@ Cases (each with its upstream source):
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import sys
 from collections.abc import Callable, Iterator
@@ -35,8 +36,19 @@ import torch._functorch.config as functorch_config
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["CASES", "Case", "Outcome", "Fp32Island", "plan", "run_case", "run_table", "table", "compile_modes", "safe_softmax",
-           "tpu_sdpa_backend"]
+__all__ = [
+    "CASES",
+    "Case",
+    "Outcome",
+    "Fp32Island",
+    "plan",
+    "run_case",
+    "run_table",
+    "table",
+    "compile_modes",
+    "safe_softmax",
+    "tpu_sdpa_backend",
+]
 
 CompileFn = Callable[[Callable[..., Any]], Callable[..., Any]]
 
@@ -145,6 +157,8 @@ def safe_softmax(scores: torch.Tensor, keep: torch.Tensor, dim: int = -1) -> tor
 class Fp32Island(nn.Module):
     """The shape of the program in pytorch/pytorch#153044: low-precision matmul, then an fp32 island."""
 
+    w: torch.Tensor
+
     def __init__(self, device_type: str) -> None:
         super().__init__()
         self.device_type = device_type
@@ -157,7 +171,9 @@ class Fp32Island(nn.Module):
             return self.lin(y.float())  # meant to run, and be differentiated, in fp32
 
 
-def _autocast_outside_compile(device: torch.device, dtype: torch.dtype, compile_fn: CompileFn | None, variant: str) -> tuple[bool, bool]:
+def _autocast_outside_compile(
+    device: torch.device, dtype: torch.dtype, compile_fn: CompileFn | None, variant: str
+) -> tuple[bool, bool]:
     model = Fp32Island(device.type).to(device)
     x = torch.ones(1, 4, device=device)
     if variant == "autocast inside the compiled region":
@@ -173,7 +189,7 @@ def _autocast_outside_compile(device: torch.device, dtype: torch.dtype, compile_
             fn = compile_fn(model) if compile_fn else model
             with torch.autocast(device.type, dtype=dtype):
                 y = fn(x)
-            (y * 16384).sum().backward()  # loss scale 2**14, as in the issue (GradScaler starts at 2**16)
+            (y * 16384).sum().backward()  # loss scale 2**14, as in pytorch/pytorch#153044 (GradScaler starts at 2**16)
         return _finite_pair([y], [model.lin.weight.grad, model.lin.bias.grad])
     (y * 16384).sum().backward()
     return _finite_pair([y], [model.lin.weight.grad, model.lin.bias.grad])
@@ -188,7 +204,9 @@ def _qkv(device: torch.device, dtype: torch.dtype, scale: float, seed: int = 0) 
     return tuple(t.to(device=device, dtype=dtype).requires_grad_() for t in (q, k, v))
 
 
-def _fp16_logits(device: torch.device, dtype: torch.dtype, compile_fn: CompileFn | None, variant: str) -> tuple[bool, bool]:
+def _fp16_logits(
+    device: torch.device, dtype: torch.dtype, compile_fn: CompileFn | None, variant: str
+) -> tuple[bool, bool]:
     q, k, v = _qkv(device, dtype, scale=100.0)
     d = q.shape[-1]
 
@@ -210,6 +228,8 @@ def _fp16_logits(device: torch.device, dtype: torch.dtype, compile_fn: CompileFn
 class _BertStyleMask(nn.Module):
     """Additive padding mask the way BERT-era code built it, constant kept as a buffer."""
 
+    mask_min: torch.Tensor
+
     def __init__(self) -> None:
         super().__init__()
         self.register_buffer("mask_min", torch.tensor(torch.finfo(torch.float32).min))
@@ -222,7 +242,9 @@ def _keep_mask(device: torch.device, lengths: tuple[int, ...] = (32, 20)) -> tor
     return (torch.arange(32)[None, :] < torch.tensor(lengths)[:, None]).to(device)  # (batch, tokens)
 
 
-def _f32min_mask(device: torch.device, dtype: torch.dtype, compile_fn: CompileFn | None, variant: str) -> tuple[bool, bool]:
+def _f32min_mask(
+    device: torch.device, dtype: torch.dtype, compile_fn: CompileFn | None, variant: str
+) -> tuple[bool, bool]:
     g = torch.Generator().manual_seed(1)
     q, k, v = (torch.randn(2, 2, 32, 32, generator=g).to(device=device, dtype=dtype).requires_grad_() for _ in range(3))
     keep = _keep_mask(device)  # second sequence is padded after 20 tokens
@@ -244,14 +266,18 @@ def _f32min_mask(device: torch.device, dtype: torch.dtype, compile_fn: CompileFn
     return _finite_pair([out], [q.grad, k.grad, v.grad])
 
 
-def _fully_masked_rows(device: torch.device, dtype: torch.dtype, compile_fn: CompileFn | None, variant: str) -> tuple[bool, bool]:
+def _fully_masked_rows(
+    device: torch.device, dtype: torch.dtype, compile_fn: CompileFn | None, variant: str
+) -> tuple[bool, bool]:
     g = torch.Generator().manual_seed(2)
     q, k, v = (torch.randn(2, 2, 32, 32, generator=g).to(device=device, dtype=dtype).requires_grad_() for _ in range(3))
     keep = _keep_mask(device)
     pair = keep[:, None, :, None] & keep[:, None, None, :]  # query i may see key j: padded queries see nothing
     d = q.shape[-1]
 
-    def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, pair: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    def attend(
+        q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, pair: torch.Tensor, keep: torch.Tensor
+    ) -> torch.Tensor:
         scores = q @ k.transpose(-1, -2) / math.sqrt(d)
         if variant == "SDPA":
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=pair)
@@ -281,7 +307,14 @@ _RUNNERS = {
 }
 
 
-def run_case(case: str, variant: str, dtype: str, device: torch.device | str, compile_fn: CompileFn | None = None, mode: str = "eager") -> Outcome:
+def run_case(
+    case: str,
+    variant: str,
+    dtype: str,
+    device: torch.device | str,
+    compile_fn: CompileFn | None = None,
+    mode: str = "eager",
+) -> Outcome:
     """Run one variant of one case; ``compile_fn`` compiles the program (None: eager)."""
     if case not in CASES:
         raise ValueError(f"unknown case {case!r}; choose one of: {', '.join(CASES)}")
@@ -307,7 +340,9 @@ def plan() -> list[tuple[str, str, str]]:
     return rows
 
 
-def run_table(device: torch.device | str, modes: dict[str, CompileFn | None], rows: list[tuple[str, str, str]] | None = None) -> list[Outcome]:
+def run_table(
+    device: torch.device | str, modes: dict[str, CompileFn | None], rows: list[tuple[str, str, str]] | None = None
+) -> list[Outcome]:
     """Every row of :func:`plan` (or ``rows``) on ``device`` in each mode (name -> compile function or None)."""
     out = []
     for case, variant, dtype in rows if rows is not None else plan():
@@ -356,11 +391,13 @@ def compile_modes(backends: list[str]) -> dict[str, CompileFn | None]:
     """Eager plus one ``torch.compile(backend=b)`` mode per backend name (CPU runs)."""
     modes: dict[str, CompileFn | None] = {"eager": None}
     for b in backends:
-        modes[b] = lambda fn, b=b: torch.compile(fn, backend=b)
+        modes[b] = functools.partial(torch.compile, backend=b)
     return modes
 
 
-def table(target: str = "cpu", backends: tuple[str, ...] | list[str] = ("aot_eager",), case: str | None = None) -> dict[str, Any]:
+def table(
+    target: str = "cpu", backends: tuple[str, ...] | list[str] = ("aot_eager",), case: str | None = None
+) -> dict[str, Any]:
     """Run the reproductions and their fixes: on CPU (eager + ``backends``) or on a target (eager + its compile).
 
     Returns plain data (JSON-ready): torch version, device, autocast default, whether torch_xla

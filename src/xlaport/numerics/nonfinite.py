@@ -194,7 +194,9 @@ class NonFiniteFinder:
                 self.truncated = True
                 return
             self.checks += 1
-            p = _Pending(self.checks, op, phase, where, str(t.dtype).replace("torch.", ""), tuple(t.shape), source, None)
+            p = _Pending(
+                self.checks, op, phase, where, str(t.dtype).replace("torch.", ""), tuple(t.shape), source, None
+            )
             if t.numel() == 0:
                 p.known = (0, 0, True)
             else:
@@ -345,7 +347,9 @@ def nonfinite_state(model: torch.nn.Module) -> list[str]:
     """Names of parameters and buffers that hold inf/NaN (e.g. a constant that ``model.to(bf16)`` turned into -inf)."""
     if not isinstance(model, torch.nn.Module):
         raise ValueError(f"nonfinite_state takes a torch.nn.Module, got {type(model).__name__}")
-    items = [(n, t) for n, t in (*model.named_parameters(), *model.named_buffers()) if t.is_floating_point() and t.numel()]
+    items = [
+        (n, t) for n, t in (*model.named_parameters(), *model.named_buffers()) if t.is_floating_point() and t.numel()
+    ]
     if not items:
         return []
     flags = torch.stack([(~torch.isfinite(t.detach())).any().to("cpu") for _, t in items])
@@ -361,4 +365,3 @@ def nonfinite_grads(model: torch.nn.Module) -> list[str]:
         return []
     flags = torch.stack([(~torch.isfinite(g.detach())).any().to("cpu") for _, g in items])
     return [name for (name, _), bad in zip(items, flags.tolist()) if bad]
-

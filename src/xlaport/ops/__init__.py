@@ -14,12 +14,33 @@ and build example inputs, for the CLI and the doctor).
 from __future__ import annotations
 
 from .coverage import STATUSES, Coverage, OpSupport, coverage
-from .fallback import TpuFallbackWarning, cpu_fallback, emulate_missing_ops, emulated_ops, execution_mode, fallback_counts
+from .fallback import (
+    TpuFallbackWarning,
+    cpu_fallback,
+    emulate_missing_ops,
+    emulated_ops,
+    execution_mode,
+    fallback_counts,
+)
 from .support import COVERAGE_TARGETS, XLA_KERNELS_THAT_FALL_BACK, SupportTable, support_table
 from .trace import OpCall, OpTrace, aten_ops
 
 __all__ = [
-    "OpCall", "OpTrace", "aten_ops", "SupportTable", "support_table", "OpSupport", "Coverage", "coverage",
-    "execution_mode", "cpu_fallback", "fallback_counts", "emulate_missing_ops", "emulated_ops", "TpuFallbackWarning",
-    "COVERAGE_TARGETS", "STATUSES", "XLA_KERNELS_THAT_FALL_BACK",
+    "OpCall",
+    "OpTrace",
+    "aten_ops",
+    "SupportTable",
+    "support_table",
+    "OpSupport",
+    "Coverage",
+    "coverage",
+    "execution_mode",
+    "cpu_fallback",
+    "fallback_counts",
+    "emulate_missing_ops",
+    "emulated_ops",
+    "TpuFallbackWarning",
+    "COVERAGE_TARGETS",
+    "STATUSES",
+    "XLA_KERNELS_THAT_FALL_BACK",
 ]

@@ -30,10 +30,16 @@ __all__ = ["OpSupport", "Coverage", "coverage", "composite_key", "verdict", "wor
 
 STATUSES: tuple[str, ...] = ("supported", "decomposed", "falls back", "raises", "unknown")
 _DK = torch._C.DispatchKey
-_SHORT = {"CompositeExplicitAutogradNonFunctional": "CEANF", "CompositeExplicitAutograd": "CEA", "CompositeImplicitAutograd": "CIA"}
+_SHORT = {
+    "CompositeExplicitAutogradNonFunctional": "CEANF",
+    "CompositeExplicitAutograd": "CEA",
+    "CompositeImplicitAutograd": "CIA",
+}
 _MAX_DEPTH = 6
 # Ops every backend runs but that copy a value to the host: a sync, hence a graph cut (torch_xla counts it as a fallback).
-_SYNC_OPS = {"aten::_local_scalar_dense": "kernel, but copies a value to the host (sync; torch_xla counts it as a fallback)"}
+_SYNC_OPS = {
+    "aten::_local_scalar_dense": "kernel, but copies a value to the host (sync; torch_xla counts it as a fallback)"
+}
 
 
 def composite_key(op: str, dispatch_key: str) -> str | None:
@@ -63,11 +69,11 @@ class OpSupport:
     """What one target does with one op."""
 
     op: str
-    status: str          # one of STATUSES
+    status: str  # one of STATUSES
     count: int
-    via: str             # how that was decided
+    via: str  # how that was decided
     site: str
-    default: str         # what the target does by default with this op
+    default: str  # what the target does by default with this op
 
 
 @dataclass(frozen=True)
@@ -113,7 +119,11 @@ class Coverage:
     def table(self, only_problems: bool = False) -> str:
         rows = [r for r in self.rows if not only_problems or r.status not in ("supported", "decomposed")]
         head = f"{self.title}: {len(self.rows)} ops, " + ", ".join(f"{n} {s}" for s, n in self.summary().items() if n)
-        mode = ("CPU fallback " + ("on" if self.cpu_fallback else "off")) if self.target == "tpu" else "falls back to CPU by default"
+        mode = (
+            ("CPU fallback " + ("on" if self.cpu_fallback else "off"))
+            if self.target == "tpu"
+            else "falls back to CPU by default"
+        )
         head += f" ({mode}; confidence {self.confidence})"
         if not rows:
             return head
@@ -139,7 +149,9 @@ def _missing_status(table: SupportTable, fallback_on: bool) -> tuple[str, str]:
     return "falls back", "no kernel: CPU fallback (the default)"
 
 
-def verdict(op: str, table: SupportTable, fallback_on: bool, example: Any, depth: int = 0) -> tuple[str, str, list[str]]:
+def verdict(
+    op: str, table: SupportTable, fallback_on: bool, example: Any, depth: int = 0
+) -> tuple[str, str, list[str]]:
     """(status, how decided, missing ops underneath) for one op overload."""
     if table.has_kernel(op):
         if op in table.kernel_fallbacks:
@@ -156,8 +168,11 @@ def verdict(op: str, table: SupportTable, fallback_on: bool, example: Any, depth
     if inner is None:
         return "unknown", f"composite ({short}); could not run it on the traced inputs", []
     # an op whose composite re-dispatches itself (detach, alias-like ops) needs nothing more from the backend
-    parts = [(name, *verdict(name, table, fallback_on, c.example, depth + 1))
-             for name, c in inner.items() if name.startswith("aten::") and name != op]
+    parts = [
+        (name, *verdict(name, table, fallback_on, c.example, depth + 1))
+        for name, c in inner.items()
+        if name.startswith("aten::") and name != op
+    ]
     if not parts:
         return "decomposed", f"composite ({short}); needs no other backend op", []
     status = worst(p[1] for p in parts)
@@ -199,5 +214,14 @@ def coverage(ops: OpTrace | Iterable[str], target: str, *, cpu_fallback: bool | 
             rows.append(OpSupport(c.op, "unknown", c.count, "not an ATen op", c.site, ""))
             continue
         status, how, _ = verdict(c.op, table, fallback_on, c.example)
-        rows.append(OpSupport(c.op, status, c.count, how, c.site if c.sites else "", default if status in ("raises", "falls back") else ""))
+        rows.append(
+            OpSupport(
+                c.op,
+                status,
+                c.count,
+                how,
+                c.site if c.sites else "",
+                default if status in ("raises", "falls back") else "",
+            )
+        )
     return Coverage(target, table.title, fallback_on, tuple(rows), table.confidence, table.source)

@@ -60,8 +60,10 @@ def parse_input(spec: str, gen: torch.Generator | None = None) -> torch.Tensor:
         raise ValueError(f"bad --input {spec!r}: unknown dtype {dtype_s!r}")
     size = math.prod(shape) * dtype.itemsize
     if size > MAX_INPUT_BYTES:
-        raise ValueError(f"bad --input {spec!r}: {size / 2**30:,.1f} GiB is too large to build "
-                         f"(limit {MAX_INPUT_BYTES / 2**30:.0f} GiB); op coverage needs only small inputs")
+        raise ValueError(
+            f"bad --input {spec!r}: {size / 2**30:,.1f} GiB is too large to build "
+            f"(limit {MAX_INPUT_BYTES / 2**30:.0f} GiB); op coverage needs only small inputs"
+        )
     try:
         if dtype.is_floating_point:
             return torch.randn(*shape, generator=gen, dtype=dtype)
@@ -71,7 +73,9 @@ def parse_input(spec: str, gen: torch.Generator | None = None) -> torch.Tensor:
             return torch.randint(0, 2, shape, generator=gen).bool()
         return torch.randint(0, 4, shape, generator=gen, dtype=dtype)
     except (RuntimeError, MemoryError) as e:
-        raise ValueError(f"could not build --input {spec!r}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+        raise ValueError(
+            f"could not build --input {spec!r}: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+        ) from None
 
 
 def _first_line(e: BaseException) -> str:

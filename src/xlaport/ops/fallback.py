@@ -23,8 +23,14 @@ from .. import metrics
 from .support import support_table
 from .trace import lookup_overload, op_name
 
-__all__ = ["TpuFallbackWarning", "execution_mode", "cpu_fallback", "fallback_counts", "emulate_missing_ops",
-           "emulated_ops"]
+__all__ = [
+    "TpuFallbackWarning",
+    "execution_mode",
+    "cpu_fallback",
+    "fallback_counts",
+    "emulate_missing_ops",
+    "emulated_ops",
+]
 
 
 class TpuFallbackWarning(UserWarning):
@@ -48,7 +54,7 @@ class _ExecutionMode:
         self._enabled = value
         real = sys.modules.get("torch_tpu._internal.execution_mode")
         if real is not None:  # a real TPU target is in use: switch TorchTPU itself (never imported here)
-            real.enable_cpu_fallback = value
+            real.enable_cpu_fallback = value  # type: ignore[attr-defined]
 
     def __repr__(self) -> str:
         return f"execution_mode(enable_cpu_fallback={self._enabled})"
@@ -89,7 +95,9 @@ def _tpu_op_name(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> st
     key = composite_key(name, "PrivateUse1")
     if key is None:
         return name
-    meta = pytree.tree_map(lambda a: torch.empty_like(a, device="meta") if isinstance(a, torch.Tensor) else a, (args, kwargs))
+    meta = pytree.tree_map(
+        lambda a: torch.empty_like(a, device="meta") if isinstance(a, torch.Tensor) else a, (args, kwargs)
+    )
     _, _, missing = verdict(name, support_table("tpu"), False, meta)
     return missing[0] if missing else name
 
@@ -143,4 +151,3 @@ def emulate_missing_ops(rule: Any) -> tuple[str, ...]:
 def emulated_ops() -> tuple[str, ...]:
     """The ops :func:`emulate_missing_ops` has hooked in this process (empty before it ran)."""
     return tuple(_EMULATION["ops"])
-

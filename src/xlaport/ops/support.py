@@ -38,20 +38,19 @@ class SupportTable:
 
     target: str
     title: str
-    dispatch_key: str            # "XLA" or "PrivateUse1": decides which composite kernels apply
-    kernels: frozenset[str]      # overload names "aten::x[.ov]"; for by_base tables, base names "aten::x"
-    by_base: bool                # True: an entry covers every overload of that name (Neuron's list)
-    missing: str                 # "raise" | "fallback": what the target does by default with an op it lacks
+    dispatch_key: str  # "XLA" or "PrivateUse1": decides which composite kernels apply
+    kernels: frozenset[str]  # overload names "aten::x[.ov]"; for by_base tables, base names "aten::x"
+    by_base: bool  # True: an entry covers every overload of that name (Neuron's list)
+    missing: str  # "raise" | "fallback": what the target does by default with an op it lacks
     confidence: str
     source: str
-    complete: bool = True        # False: absence from the list does not mean the op is missing (Neuron)
+    complete: bool = True  # False: absence from the list does not mean the op is missing (Neuron)
     kernel_fallbacks: frozenset[str] = frozenset()  # kernels that run the CPU fallback themselves (torch_xla)
     meta: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     def has_kernel(self, op: str) -> bool:
         op = normalise(op)
         return (op.partition(".")[0] if self.by_base else op) in self.kernels
-
 
 
 @functools.cache
@@ -77,7 +76,12 @@ def support_table(target: str) -> SupportTable:
     if target == "tpu":
         d = tpu_ops_data()
         return SupportTable(
-            "tpu", f"TorchTPU {d['version']}", "PrivateUse1", frozenset(d["ops"]), False, "raise",
+            "tpu",
+            f"TorchTPU {d['version']}",
+            "PrivateUse1",
+            frozenset(d["ops"]),
+            False,
+            "raise",
             "medium: read from the wheel's binaries (kernel symbols, registration strings), not run on a TPU",
             f"{d['package']} {d['version']} wheel {d['wheel']} (sha256 {d['sha256'][:12]}…), "
             f"glue libraries csrc/common/glue_*/libpywrap_*_common.so, via {d['generated_by']}",
@@ -86,16 +90,29 @@ def support_table(target: str) -> SupportTable:
     if target == "neuron":
         d = _neuron_toml()
         return SupportTable(
-            "neuron", d["title"], "PrivateUse1", frozenset(normalise(o) for o in d["ops"]), True, "fallback",
-            d["confidence"], d["source"], complete=False, meta={"note": d["note"], "default_fallback_source": d["fallback_source"]},
+            "neuron",
+            d["title"],
+            "PrivateUse1",
+            frozenset(normalise(o) for o in d["ops"]),
+            True,
+            "fallback",
+            d["confidence"],
+            d["source"],
+            complete=False,
+            meta={"note": d["note"], "default_fallback_source": d["fallback_source"]},
         )
     os.environ.setdefault("PJRT_DEVICE", "CPU")
-    import torch_xla  # noqa: F401  (registers the XLA kernels this reads)
+    import torch_xla
 
     names = [n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")]
     kernels = frozenset(n for n in names if torch._C._dispatch_has_kernel_for_dispatch_key(n, "XLA"))
     return SupportTable(
-        "xla", f"torch_xla {torch_xla.__version__} on XLA:CPU (the emulator)", "XLA", kernels, False, "fallback",
+        "xla",
+        f"torch_xla {torch_xla.__version__} on XLA:CPU (the emulator)",
+        "XLA",
+        kernels,
+        False,
+        "fallback",
         "high: read from the installed dispatcher at run time (plus kernels measured to call the CPU fallback)",
         f"torch_xla {torch_xla.__version__}: ops with a kernel for the XLA dispatch key (torch._C._dispatch_has_kernel_for_dispatch_key)",
         kernel_fallbacks=XLA_KERNELS_THAT_FALL_BACK,

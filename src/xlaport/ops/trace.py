@@ -14,20 +14,33 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 import torch
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
-__all__ = ["OpCall", "OpTrace", "OpRecorder", "aten_ops", "normalise", "lookup_overload", "op_name", "has_composite",
-           "copy_arg", "COMPOSITE_ORDER"]
+__all__ = [
+    "OpCall",
+    "OpTrace",
+    "OpRecorder",
+    "aten_ops",
+    "normalise",
+    "lookup_overload",
+    "op_name",
+    "has_composite",
+    "copy_arg",
+    "COMPOSITE_ORDER",
+]
 
 _THIS_DIR = os.path.dirname(os.path.abspath(__file__))
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 # Composite kernels in the order the dispatcher tries them for a backend key without its own kernel.
 COMPOSITE_ORDER: tuple[str, ...] = (
-    "CompositeExplicitAutogradNonFunctional", "CompositeExplicitAutograd", "CompositeImplicitAutograd",
+    "CompositeExplicitAutogradNonFunctional",
+    "CompositeExplicitAutograd",
+    "CompositeImplicitAutograd",
 )
 
 
@@ -42,7 +55,7 @@ def normalise(name: str) -> str:
         raise ValueError(f"op name must be a non-empty string, got {name!r}")
     n = name.strip()
     if n.startswith("aten."):
-        n = "aten::" + n[len("aten."):]
+        n = "aten::" + n[len("aten.") :]
     if not n.startswith("aten::"):
         n = "aten::" + n
     if n.endswith(".default"):
@@ -60,7 +73,6 @@ def lookup_overload(name: str) -> Any:
         return getattr(packet, ov or "default")
     except AttributeError:
         raise ValueError(f"unknown ATen op {name!r}") from None
-
 
 
 @dataclass
@@ -121,7 +133,7 @@ def copy_arg(a: Any) -> Any:
 
 
 def _user_site() -> str:
-    f = sys._getframe(2)
+    f: FrameType | None = sys._getframe(2)
     while f is not None:
         fn = os.path.abspath(f.f_code.co_filename)
         if not fn.startswith(_THIS_DIR) and not fn.startswith(_TORCH_DIR) and not fn.startswith("<frozen"):
@@ -136,7 +148,9 @@ class OpRecorder(TorchDispatchMode):
         self.calls: dict[str, OpCall] = {}
         self.keep_examples = keep_examples
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
+    def __torch_dispatch__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
         kwargs = kwargs or {}
         name = op_name(func)
         call = self.calls.get(name)
@@ -177,4 +191,3 @@ def aten_ops(fn: Callable[..., Any], *example_inputs: Any, device: str = "cpu", 
     with rec:
         fn(*example_inputs, **kwargs)
     return OpTrace(rec.calls, device)
-

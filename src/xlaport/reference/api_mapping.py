@@ -24,8 +24,16 @@ from typing import Any
 from . import data_text
 
 __all__ = [
-    "STATUSES", "Cell", "Row", "rows", "meta", "surface", "lookup",
-    "tpu_status_from_surface", "reference_torch", "render",
+    "STATUSES",
+    "Cell",
+    "Row",
+    "rows",
+    "meta",
+    "surface",
+    "lookup",
+    "tpu_status_from_surface",
+    "reference_torch",
+    "render",
 ]
 
 STATUSES: dict[str, str] = {
@@ -38,8 +46,13 @@ STATUSES: dict[str, str] = {
 }
 _BACKENDS = ("tpu", "neuron")
 # torch.tpu names whose objects are the streams module's placeholders (checked against the surface file).
-_STREAM_OBJECTS = {"Stream": "TpuStream", "default_stream": "TpuStream", "current_stream": "TpuStream",
-                   "Event": "TpuEvent", "stream": "TpuStreamContext"}
+_STREAM_OBJECTS = {
+    "Stream": "TpuStream",
+    "default_stream": "TpuStream",
+    "current_stream": "TpuStream",
+    "Event": "TpuEvent",
+    "stream": "TpuStreamContext",
+}
 
 
 @dataclass(frozen=True)
@@ -86,8 +99,17 @@ def _load() -> tuple[dict[str, Any], tuple[Row, ...]]:
             if not r[f"{b}_source"].strip():
                 raise ValueError(f"{where}: empty {b}_source")
             cells[b] = Cell(r[b], r[f"{b}_status"], r.get(f"{b}_note", ""), r[f"{b}_source"])
-        out.append(Row(r["group"], r["cuda"], r["accelerator"], r.get("accelerator_since"),
-                       cells["tpu"], cells["neuron"], r.get("tpu_message")))
+        out.append(
+            Row(
+                r["group"],
+                r["cuda"],
+                r["accelerator"],
+                r.get("accelerator_since"),
+                cells["tpu"],
+                cells["neuron"],
+                r.get("tpu_message"),
+            )
+        )
     return raw.get("meta", {}), tuple(out)
 
 
@@ -130,8 +152,9 @@ def _tpu_name(spelling: str) -> str | None:
     return m.group(1) if m else None
 
 
-def tpu_status_from_surface(spelling: str, surf: dict[str, Any] | None = None, torch_version: str | None = None,
-                            message: str | None = None) -> str | None:
+def tpu_status_from_surface(
+    spelling: str, surf: dict[str, Any] | None = None, torch_version: str | None = None, message: str | None = None
+) -> str | None:
     """The status a TorchTPU spelling has according to the wheel's recorded surface, or None if it
     cannot be decided from the surface (a spelling outside ``torch.tpu``, e.g. ``torch.autocast``).
 
@@ -150,8 +173,11 @@ def tpu_status_from_surface(spelling: str, surf: dict[str, Any] | None = None, t
         return "absent"
     stage = surf["device_module_stages"].get(name, {})
     ref = _version_tuple(torch_version or reference_torch(surf))
-    if stage.get("stage") == "internal_or_experimental" and stage.get("internal_from_torch") \
-            and _version_tuple(stage["internal_from_torch"]) <= ref:
+    if (
+        stage.get("stage") == "internal_or_experimental"
+        and stage.get("internal_from_torch")
+        and _version_tuple(stage["internal_from_torch"]) <= ref
+    ):
         return "raises"
     obj = _STREAM_OBJECTS.get(name)
     if obj is not None:
@@ -213,12 +239,18 @@ def render() -> str:
     for r in all_rows:
         groups.setdefault(r.group, []).append(r)
     for group, rs in groups.items():
-        lines += ["", f"## {group}", "",
-                  "| CUDA | `torch.accelerator` | TorchTPU 0.2.0 | TorchNeuron | Sources |",
-                  "|---|---|---|---|---|"]
+        lines += [
+            "",
+            f"## {group}",
+            "",
+            "| CUDA | `torch.accelerator` | TorchTPU 0.2.0 | TorchNeuron | Sources |",
+            "|---|---|---|---|---|",
+        ]
         for r in rs:
-            acc = _code(r.accelerator) + (f"<br>(torch ≥ {r.accelerator_since})" if r.accelerator and r.accelerator_since else "")
+            acc = _code(r.accelerator) + (
+                f"<br>(torch ≥ {r.accelerator_since})" if r.accelerator and r.accelerator_since else ""
+            )
             src = f"TPU: {_source(r.tpu.source)}<br>Neuron: {_source(r.neuron.source)}"
             lines.append(f"| {_code(r.cuda)} | {acc} | {_cell(r.tpu)} | {_cell(r.neuron)} | {src} |")
-    lines += ["", "\"wheel\" in a source means the torch_tpu 0.2.0 wheel, at the file named.", ""]
+    lines += ["", '"wheel" in a source means the torch_tpu 0.2.0 wheel, at the file named.', ""]
     return "\n".join(lines)

@@ -19,6 +19,7 @@ def _fmt_value(value: Any, unit: str) -> str:
 
 def render() -> str:
     """The book's hardware-facts reference page, rendered from ``reference/data/hardware.toml`` at build time."""
+
     def cell(x: Any) -> str:
         return str(x).replace("|", "\\|").replace("\n", " ")
 
@@ -35,12 +36,20 @@ def render() -> str:
         "|---|---|---|---|---|---|",
     ]
     for r in reference_rows():
-        lines.append(f"| {cell(r['chip'])} | `{r['quantity']}` | {cell(_fmt_value(r['value'], r['unit']))} | "
-                     f"{r['evidence']} | {cell(r['source'])} ({r['date']}) | {cell(r['note'])} |")
-    lines += ["", "## Published figures the chapter checks", "",
-              "| claim | value | evidence | source (date) | note |", "|---|---|---|---|---|"]
+        lines.append(
+            f"| {cell(r['chip'])} | `{r['quantity']}` | {cell(_fmt_value(r['value'], r['unit']))} | "
+            f"{r['evidence']} | {cell(r['source'])} ({r['date']}) | {cell(r['note'])} |"
+        )
+    lines += [
+        "",
+        "## Published figures the chapter checks",
+        "",
+        "| claim | value | evidence | source (date) | note |",
+        "|---|---|---|---|---|",
+    ]
     for r in claim_rows():
-        lines.append(f"| `{r['claim']}` | {cell(_fmt_value(r['value'], r['unit']))} | {r['evidence']} | "
-                     f"{cell(r['source'])} ({r['date']}) | {cell(r['note'])} |")
+        lines.append(
+            f"| `{r['claim']}` | {cell(_fmt_value(r['value'], r['unit']))} | {r['evidence']} | "
+            f"{cell(r['source'])} ({r['date']}) | {cell(r['note'])} |"
+        )
     return "\n".join(lines) + "\n"
-

@@ -20,7 +20,10 @@ def render() -> str:
     for p in (profile(n) for n in profile_names()):
         lines += [f"## `{p.name}`: {p.title}", ""]
         if p.package:
-            lines += [f"Package `{p.package}` {p.package_version or ''}, device type `{p.device_type}`.".replace(" ,", ","), ""]
+            lines += [
+                f"Package `{p.package}` {p.package_version or ''}, device type `{p.device_type}`.".replace(" ,", ","),
+                "",
+            ]
         if not p.rules:
             lines += ["No rules beyond plain PyTorch.", ""]
             continue

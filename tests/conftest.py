@@ -1,0 +1,67 @@
+"""Shared test helpers.
+
+``fresh_python`` runs code in a new interpreter. Use it for anything that imports torch_xla
+(importing it changes Dynamo's global config for the whole process) or that must start from a clean
+``sys.modules``. Tests that use it are marked ``subprocess`` automatically, so ``make unit``
+(``-m "not notebook and not subprocess"``) stays fast.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = str(ROOT / "src")
+
+Runner = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def run_python(
+    code: str | None = None,
+    *,
+    module: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    unset: Sequence[str] = (),
+    timeout: float = 300,
+    check: bool = True,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` (dedented) with ``python -c``, or ``python -m MODULE ARGS...``, in a fresh interpreter.
+
+    The child sees this checkout's ``src`` first on ``PYTHONPATH`` and ``PJRT_DEVICE=CPU`` unless ``env``
+    says otherwise; ``unset`` removes variables. With ``check`` a non-zero exit fails the test with the
+    tail of stderr.
+    """
+    if (code is None) == (not module):
+        raise ValueError("give either code or module, not both")
+    child = {
+        **os.environ,
+        "PJRT_DEVICE": "CPU",
+        "PYTHONPATH": os.pathsep.join(p for p in (SRC, os.environ.get("PYTHONPATH")) if p),
+    }
+    child.update(env or {})
+    for name in unset:
+        child.pop(name, None)
+    argv = [sys.executable, "-c", textwrap.dedent(code)] if code is not None else [sys.executable, "-m", *module]
+    out = subprocess.run(argv, capture_output=True, text=True, env=child, timeout=timeout)
+    if check and out.returncode != 0:
+        pytest.fail(f"fresh interpreter exited {out.returncode}:\n{out.stderr[-3000:]}", pytrace=False)
+    return out
+
+
+@pytest.fixture
+def fresh_python() -> Runner:
+    """:func:`run_python`, as a fixture (marks the test ``subprocess``)."""
+    return run_python
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "fresh_python" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.subprocess)
