@@ -12,6 +12,7 @@ Module map (torch is imported only by the modules that need it; ``import xlaport
     xlaport.recompile      monitor (RecompileMonitor), guards (storage-offset guard), buckets, persistent_cache
     xlaport.ops            trace (aten_ops), support (per-target tables), coverage, fallback (CPU-fallback switch), entry
     xlaport.numerics       nonfinite (NonFiniteFinder), attention (inf/NaN reproductions and fixes)
+    xlaport.kernels        bridge (pallas_op: jax_op or interpret mode), ops (rmsnorm, matmul_bias_relu, RMSNorm), report, fusion
     xlaport.cost           facts (sourced hardware data), throughput (MFU, cost per unit), breakeven (torch-free)
     xlaport.models         the chapters' small models: TinyWhisper, GPT, TinyDiT
     xlaport.reference      data files with provenance, api_mapping, and one renderer per generated reference page

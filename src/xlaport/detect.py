@@ -7,6 +7,11 @@ when this finds a chip may anything import ``torch_tpu`` or start libtpu, becaus
 libtpu on a machine without a TPU asks a cloud metadata server for its topology
 over the network. Nothing in this module imports torch_tpu, libtpu or
 torch_neuronx.
+
+The device ids are the wheel's own table (``scripts/torch_tpu_facts.py`` extracts it into
+``reference/data/torch_tpu-0.2.0-facts.json`` and ``tests/test_torch_tpu_facts.py`` checks this module
+against it). That table includes TPU v4, which TorchTPU's announced support list does not:
+:attr:`TpuChip.announced` tells the two apart.
 """
 
 from __future__ import annotations
@@ -17,11 +22,25 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["TpuChip", "tpu_chips", "neuron_devices", "neuron_importable", "cuda_available"]
+__all__ = [
+    "TpuChip",
+    "tpu_chips",
+    "neuron_devices",
+    "neuron_importable",
+    "cuda_available",
+    "TORCHTPU_ANNOUNCED",
+    "TORCHTPU_ANNOUNCED_SOURCE",
+]
 
 GOOGLE_PCI_VENDOR = 0x1AE0
-# Device ids torch_tpu 0.2.0 scans for (hardware.py); TPU v2/v3/v4 are not supported by 0.2.0.
-TPU_PCI_DEVICES = {0x0062: "v5p", 0x0063: "v5e", 0x006F: "v6e", 0x0076: "v7x"}
+# Device ids the torch_tpu 0.2.0 loader scans for: _TOPOLOGY_BY_TPU_PCI_DEVICE_ID in
+# torch_tpu/_internal/utils/hardware.py. The wheel names 0x0076 "TPU v7"; Google sells it as TPU7x (Ironwood).
+TPU_PCI_DEVICES = {0x005E: "v4", 0x0062: "v5p", 0x0063: "v5e", 0x006F: "v6e", 0x0076: "v7x"}
+# The generations TorchTPU announces support for. The loader also recognises v4 (above); v4 is not announced.
+TORCHTPU_ANNOUNCED = frozenset({"v5e", "v5p", "v6e", "v7x"})
+TORCHTPU_ANNOUNCED_SOURCE = (
+    "PyTorch Get Started, Additional Platforms: TorchTPU, https://pytorch.org/get-started/additional-platforms/"
+)
 
 
 @dataclass(frozen=True)
@@ -29,6 +48,11 @@ class TpuChip:
     pci_address: str
     generation: str
     vfio_group: str | None
+
+    @property
+    def announced(self) -> bool:
+        """Whether TorchTPU 0.2.0 announces support for this generation (v4: recognised, not announced)."""
+        return self.generation in TORCHTPU_ANNOUNCED
 
 
 def _read_hex(path: Path) -> int | None:
@@ -41,7 +65,11 @@ def _read_hex(path: Path) -> int | None:
 def tpu_chips(
     sysfs: str | os.PathLike[str] = "/sys/bus/pci/devices", dev: str | os.PathLike[str] = "/dev"
 ) -> list[TpuChip]:
-    """TPU chips that torch_tpu 0.2.0 would use: Google vendor id, known device id, VFIO node present."""
+    """TPU chips that torch_tpu 0.2.0 would use: Google vendor id, known device id, VFIO node present.
+
+    Chips the loader recognises but TorchTPU does not announce support for (TPU v4) are included; check
+    :attr:`TpuChip.announced`.
+    """
     root = Path(sysfs)
     chips: list[TpuChip] = []
     if not root.is_dir():

@@ -26,6 +26,9 @@ _KINDS = {
     "note",
     "guard",
     "missing_op",
+    "stream_api",
+    "distributed",
+    "matmul_precision",
 }
 
 

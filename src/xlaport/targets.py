@@ -243,9 +243,15 @@ def _tpu_target(p: Profile, allow_emulation: bool) -> Target:
         import torch_tpu  # noqa: F401  (registers the 'tpu' device)
 
         gens = sorted({c.generation for c in chips})
-        return Target(
-            "tpu", _real_device(p), False, p, p.compile_backend, f"real TPU {'/'.join(gens)}, {len(chips)} chip(s)"
-        )
+        detail = f"real TPU {'/'.join(gens)}, {len(chips)} chip(s)"
+        unannounced = sorted({c.generation for c in chips if not c.announced})
+        if unannounced:
+            announced = ", ".join(sorted(detect.TORCHTPU_ANNOUNCED))
+            detail += (
+                f"; TPU {'/'.join(unannounced)} is recognised by torch_tpu 0.2.0's PCI scan but outside TorchTPU's "
+                f"announced support ({announced}; {detect.TORCHTPU_ANNOUNCED_SOURCE})"
+            )
+        return Target("tpu", _real_device(p), False, p, p.compile_backend, detail)
     if not allow_emulation:
         raise RuntimeError("no TPU found by PCI scan (Google vendor 0x1ae0 behind VFIO)")
     return _emulated("tpu", p)

@@ -23,7 +23,7 @@ from importlib import resources
 
 __all__ = ["PAGES", "data_text", "render"]
 
-PAGES: tuple[str, ...] = ("target_rules", "api_mapping", "op_coverage", "hardware")
+PAGES: tuple[str, ...] = ("target_rules", "api_mapping", "op_coverage", "hardware", "kernel_concepts")
 
 
 def data_text(name: str) -> str:
