@@ -55,7 +55,7 @@ _PRODUCTS = (
     r"Pallas|PJRT|StableHLO|HF|Hugging Face|DLAMI"
 )
 _VERSION = re.compile(
-    rf"(?:\b(?:{_PRODUCTS})\s+v?)(\d+(?:\.\d+)+(?:\.\w+)?|\d+\.x)(?:\s*(?:/|and|or|–|-|to)\s*\d+(?:\.\d+)+)*"
+    rf"(?:\b(?:{_PRODUCTS})\s*(?:≥|>=|<=|==)?\s*v?)(\d+(?:\.\d+)+(?:\.\w+)?|\d+\.x)(?:\s*(?:/|and|or|–|-|to)\s*\d+(?:\.\d+)+)*"
 )
 _BARE_VERSION = re.compile(r"(?<![\w.])\d+\.\d+\.\d+(?:\.\d+)?(?![\w.])")  # 0.2.0, 2.14.3.0: versions by shape
 _NUMBER = re.compile(r"(?<![\w.#/@-])\d+(?:[.,]\d+)*(?![\w])")

@@ -14,6 +14,8 @@ Module map (torch is imported only by the modules that need it; ``import xlaport
     xlaport.numerics       nonfinite (NonFiniteFinder), attention (inf/NaN reproductions and fixes)
     xlaport.kernels        bridge (pallas_op: jax_op or interpret mode), ops (rmsnorm, matmul_bias_relu, RMSNorm), report, fusion
     xlaport.cost           facts (sourced hardware data), throughput (MFU, cost per unit), breakeven (torch-free)
+    xlaport.scan           scan(): CUDA-isms, kernels and recompile risks, static and torch-free; SARIF/JSON/markdown
+    xlaport.doctor         diagnose(): scan + ops per target + recompile probe + effort + break-even; HTML report
     xlaport.models         the chapters' small models: TinyWhisper, GPT, TinyDiT
     xlaport.reference      data files with provenance, api_mapping, and one renderer per generated reference page
     xlaport.cli            the ``xlaport`` command: one module per subcommand, loaded lazily

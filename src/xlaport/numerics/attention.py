@@ -45,6 +45,9 @@ __all__ = [
     "run_case",
     "run_table",
     "table",
+    "max_logit",
+    "QKV_SHAPE",
+    "FP16_LOGITS_SCALE",
     "compile_modes",
     "safe_softmax",
     "tpu_sdpa_backend",
@@ -196,9 +199,13 @@ def _autocast_outside_compile(
 
 
 # ---------------------------------------------------------------- cases 2-4: attention
+QKV_SHAPE: tuple[int, int, int, int] = (1, 2, 32, 32)  # batch, heads, tokens, head dim of the reproductions
+FP16_LOGITS_SCALE = 100.0  # size of q and k entries in the fp16_logits case
+
+
 def _qkv(device: torch.device, dtype: torch.dtype, scale: float, seed: int = 0) -> tuple[torch.Tensor, ...]:
     g = torch.Generator().manual_seed(seed)
-    shape = (1, 2, 32, 32)  # batch, heads, tokens, head dim
+    shape = QKV_SHAPE
     q, k = (torch.randn(shape, generator=g) * scale for _ in range(2))
     v = torch.randn(shape, generator=g)
     return tuple(t.to(device=device, dtype=dtype).requires_grad_() for t in (q, k, v))
@@ -207,7 +214,7 @@ def _qkv(device: torch.device, dtype: torch.dtype, scale: float, seed: int = 0) 
 def _fp16_logits(
     device: torch.device, dtype: torch.dtype, compile_fn: CompileFn | None, variant: str
 ) -> tuple[bool, bool]:
-    q, k, v = _qkv(device, dtype, scale=100.0)
+    q, k, v = _qkv(device, dtype, scale=FP16_LOGITS_SCALE)
     d = q.shape[-1]
 
     def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -384,6 +391,12 @@ def tpu_sdpa_backend(
     if flash:
         return "flash"
     return "math" if dropout_p == 0.0 else "none"
+
+
+def max_logit(scale: float = FP16_LOGITS_SCALE, seed: int = 0) -> float:
+    """The largest |q · k| of the fp16_logits case's inputs, computed in float32 (before any 1/sqrt(d))."""
+    q, k, _ = _qkv(torch.device("cpu"), torch.float32, scale=scale, seed=seed)
+    return float((q.detach() @ k.detach().transpose(-1, -2)).abs().max())
 
 
 # ---------------------------------------------------------------- the whole table, as data

@@ -1,0 +1,612 @@
+"""``xlaport doctor``: one migration report for a codebase, as markdown, JSON or a self-contained HTML page.
+
+Sections: the scan (:mod:`xlaport.scan`); for an entry point, the ATen ops it dispatches and what each
+target does with them (:mod:`xlaport.ops`); a recompile probe on the emulated ``tpu`` in a fresh
+interpreter (:mod:`xlaport.doctor.probe`); the effort in person-weeks per finding class
+(:mod:`xlaport.doctor.effort`); and, given chips, prices and utilisation, the break-even of the move
+(:mod:`xlaport.cost`).
+
+>>> rep = diagnose("my_project", entry="my_project/model.py:Step", inputs=["8x64"], probes=[["8x64"], ["8x80"]],
+...                cost=CostInputs("h100_sxm", 64, 0.4, "tpu_v6e", 0.35))
+>>> rep.write_html("report.html"); print(rep.to_markdown())
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..cost import PRICE_TERMS
+from ..validate import fraction, integer, positive
+from .effort import Effort, estimate
+from .probe import ProbeResult, parse_probe, run_probe
+
+__all__ = ["CostInputs", "OpsSection", "Report", "diagnose", "TARGETS"]
+
+TARGETS: tuple[str, ...] = ("tpu", "neuron", "xla")
+
+
+@dataclass(frozen=True)
+class CostInputs:
+    """The fleet now and the fleet after: chips, MFU, price (None: the published one) and utilisation."""
+
+    from_chip: str
+    from_chips: int
+    from_mfu: float
+    to_chip: str
+    to_mfu: float
+    from_price: float | None = None
+    to_price: float | None = None
+    from_utilisation: float = 1.0
+    to_utilisation: float = 1.0
+    term: str = "on_demand"
+    usd_per_person_week: float = 5000.0
+    horizon_months: float = 24.0
+
+    def __post_init__(self) -> None:
+        from .. import cost
+
+        cost.chip(self.from_chip)
+        cost.chip(self.to_chip)
+        integer("from_chips", self.from_chips, minimum=1)
+        fraction("from_mfu", self.from_mfu)
+        fraction("to_mfu", self.to_mfu)
+        fraction("from_utilisation", self.from_utilisation)
+        fraction("to_utilisation", self.to_utilisation)
+        for k in ("from_price", "to_price"):
+            v = getattr(self, k)
+            if v is not None:
+                positive(k, v)
+        if self.term not in PRICE_TERMS:
+            raise ValueError(f"unknown price term {self.term!r}; use one of {', '.join(PRICE_TERMS)}")
+        positive("usd_per_person_week", self.usd_per_person_week)
+        positive("horizon_months", self.horizon_months)
+        self.prices()  # a chip without a published price and no price given: one line now, not later
+
+    def prices(self) -> tuple[float, str, float, str]:
+        from .. import cost
+
+        out: list[Any] = []
+        for chip_id, given in ((self.from_chip, self.from_price), (self.to_chip, self.to_price)):
+            if given is not None:
+                out += [float(given), "given"]
+            else:
+                f = cost.chip(chip_id).price_fact(self.term)
+                out += [f.value, f"{self.term}, published"]
+        return out[0], out[1], out[2], out[3]
+
+
+@dataclass
+class OpsSection:
+    """Op coverage of the entry per target: counts per status and the rows that are not fine."""
+
+    entry: str
+    inputs: list[str]
+    ops: int = 0
+    calls: int = 0
+    per_target: dict[str, dict[str, int]] = field(default_factory=dict)
+    problems: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+    seconds: float = 0.0
+
+
+@dataclass
+class Report:
+    path: str
+    scan: Any
+    effort: Effort
+    ops: OpsSection | None = None
+    probe: ProbeResult | None = None
+    cost: dict[str, Any] | None = None
+    cost_inputs: CostInputs | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ plain data
+    def summary(self) -> dict[str, Any]:
+        s = self.scan
+        out: dict[str, Any] = {
+            "files": s.files,
+            "lines": s.lines,
+            "findings": len(s.findings),
+            "by_severity": s.by_severity(),
+            "by_rule": s.counts(),
+            "kernels": self.effort.kernels,
+            "kernel_lines": self.effort.kernel_lines,
+            "person_weeks": round(self.effort.total_weeks, 2),
+        }
+        if self.ops is not None and not self.ops.error:
+            out["ops_raise"] = {t: c.get("raises", 0) for t, c in self.ops.per_target.items()}
+        if self.probe is not None:
+            out["probe_compiles"] = self.probe.compiles
+            out["probe_repeat_compiles"] = self.probe.repeat_compiles
+        if self.cost is not None:
+            out["break_even_months"] = self.cost["break_even_months"]
+            out["verdict"] = self.cost["verdict"]
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        e = self.effort
+        return {
+            "path": self.path,
+            "summary": self.summary(),
+            "scan": self.scan.to_dict(),
+            "effort": {
+                "rows": [r.__dict__ for r in e.rows],
+                "assumptions": [a.__dict__ for a in e.assumptions],
+                "kernel_weeks": e.kernel_weeks,
+                "port_weeks": e.port_weeks,
+                "validation_weeks": e.validation_weeks,
+                "total_weeks": e.total_weeks,
+            },
+            "ops": None if self.ops is None else self.ops.__dict__,
+            "probe": None if self.probe is None else self.probe.as_dict(),
+            "cost": self.cost,
+            "timings": {k: round(v, 2) for k, v in self.timings.items()},
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, default=_json_default)
+
+    # ------------------------------------------------------------------ markdown
+    def to_markdown(self, max_findings: int = 50) -> str:
+        s, e = self.scan, self.effort
+        sev = s.by_severity()
+        L = [
+            f"# xlaport doctor: {self.path}",
+            "",
+            f"**{len(s.findings)} findings** ({sev['error']} errors, {sev['warning']} warnings, {sev['note']} notes) in "
+            f"{s.files} files and {s.lines:,} lines; {e.kernels} custom kernels ({e.kernel_lines} lines); "
+            f"estimated effort **{e.total_weeks:.1f} person-weeks**.",
+        ]
+        if self.probe is not None:
+            L += ["", f"Recompile probe on `{self.probe.target}`: {self.probe.verdict()}."]
+        if self.cost is not None:
+            L += ["", f"Break-even: {_months(self.cost['break_even_months'])}; verdict **{self.cost['verdict']}**."]
+        L += ["", "## Scan", "", "| rule | severity | findings | fix | chapter |", "|---|---|---:|---|---|"]
+        from ..scan import rule
+
+        for rid, n in s.counts().items():
+            ru = rule(rid)
+            L.append(f"| `{rid}` | {ru.severity} | {n} | {_md(ru.fix)} | {_md(', '.join(ru.docs)) or '–'} |")
+        L += ["", "| where | severity | rule | what |", "|---|---|---|---|"]
+        for f in s.findings[:max_findings]:
+            L.append(f"| `{_md(f.path)}:{f.line}` | {f.severity} | `{f.rule}` | {_md(f.message)} |")
+        if len(s.findings) > max_findings:
+            L.append(f"| … | | | {len(s.findings) - max_findings} more |")
+        if s.warnings:
+            L += ["", "Not scanned: " + "; ".join(f"`{_md(w.path)}` ({_md(w.reason)})" for w in s.warnings)]
+        if self.ops is not None:
+            L += ["", "## Ops per target", ""]
+            if self.ops.error:
+                L.append(f"Could not trace `{self.ops.entry}`: {self.ops.error}")
+            else:
+                L += [
+                    f"`{self.ops.entry}` with inputs {', '.join(self.ops.inputs) or '(its example_inputs)'} dispatched "
+                    f"{self.ops.ops} distinct ATen ops ({self.ops.calls} calls).",
+                    "",
+                    "| target | " + " | ".join(_STATUSES) + " |",
+                    "|---|" + "---:|" * len(_STATUSES),
+                ]
+                for t, counts in self.ops.per_target.items():
+                    L.append(f"| {t} | " + " | ".join(str(counts.get(st, 0)) for st in _STATUSES) + " |")
+                for t, rows in self.ops.problems.items():
+                    for row in rows:
+                        L.append(f"- {t}: `{row['op']}` {row['status']} ({_md(row['via'])}) at {_md(row['site'])}")
+        if self.probe is not None:
+            L += ["", f"## Recompile probe ({self.probe.target})", ""]
+            if self.probe.banner:
+                L += [f"Backend: {_md(self.probe.banner.splitlines()[0])}", ""]
+            if self.probe.error:
+                L.append(f"Probe failed: {self.probe.error}")
+            else:
+                L += [
+                    "| call | pass | inputs | new shape | compiles | compile s | wall s |",
+                    "|---:|---:|---|---|---:|---:|---:|",
+                ]
+                for c in self.probe.calls:
+                    cs = f"{c.compile_s:.2f}" if c.compile_s is not None else "–"
+                    err = f" ({_md(c.error)})" if c.error else ""
+                    L.append(
+                        f"| {c.index} | {c.repeat} | `{c.inputs}`{err} | {'yes' if c.new_shape else 'no'} | "
+                        f"{c.compiles} | {cs} | {c.wall_s:.2f} |"
+                    )
+                L += ["", self.probe.verdict() + "."]
+        L += [
+            "",
+            "## Effort",
+            "",
+            "| class | findings | units | person-weeks per unit | person-weeks |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for er in e.rows:
+            L.append(
+                f"| {er.category} | {er.findings} | {er.units:g} {er.unit} | {er.weeks_per_unit:g} | {er.weeks:.2f} |"
+            )
+        L.append(f"| validation | | | {e.value('validation_share'):g} × engineering | {e.validation_weeks:.2f} |")
+        L.append(f"| **total** | {len(s.findings)} | | | **{e.total_weeks:.2f}** |")
+        L += ["", "Assumptions (override in `[tool.xlaport.effort]` or with `--assume KEY=VALUE`):", ""]
+        L += [f"- `{a.key}` = {a.value:g} {a.unit}: {a.what} ({a.source})" for a in e.assumptions]
+        if self.cost is not None:
+            L += ["", "## Break-even", "", "| | |", "|---|---|"]
+            for k, v in _cost_rows(self.cost):
+                L.append(f"| {k} | {_md(v)} |")
+        L += ["", "Times: " + ", ".join(f"{k} {v:.1f} s" for k, v in self.timings.items()) + "."]
+        return "\n".join(L) + "\n"
+
+    # ------------------------------------------------------------------ html
+    def plots(self) -> dict[str, str]:
+        """Base64 PNGs: findings per rule, effort per class, compiles per probe call, net over the horizon."""
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
+        out: dict[str, str] = {}
+
+        def png(fig: Any) -> str:
+            FigureCanvasAgg(fig)
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+            return base64.b64encode(buf.getvalue()).decode()
+
+        counts = self.scan.counts()
+        if counts:
+            from ..scan import rule
+
+            fig = Figure(figsize=(6.5, 0.3 * len(counts) + 1))
+            ax = fig.add_subplot()
+            names = list(counts)[::-1]
+            colors = {"error": "#c0392b", "warning": "#e67e22", "note": "#2980b9"}
+            ax.barh(names, [counts[n] for n in names], color=[colors[rule(n).severity] for n in names])
+            ax.set_xlabel("findings")
+            ax.set_title("Findings per rule (red: error, orange: warning)")
+            out["findings"] = png(fig)
+        if self.effort.rows:
+            fig = Figure(figsize=(6.5, 0.3 * len(self.effort.rows) + 1.3))
+            ax = fig.add_subplot()
+            rows = [*self.effort.rows][::-1]
+            labels = ["validation", *[r.category for r in rows]]
+            vals = [self.effort.validation_weeks, *[r.weeks for r in rows]]
+            ax.barh(labels, vals, color="#34495e")
+            ax.set_xlabel("person-weeks")
+            ax.set_title(f"Effort: {self.effort.total_weeks:.1f} person-weeks")
+            out["effort"] = png(fig)
+        if self.probe is not None and self.probe.calls:
+            fig = Figure(figsize=(6.5, 2.6))
+            ax = fig.add_subplot()
+            xs = [c.index for c in self.probe.calls]
+            ax.bar(
+                xs,
+                [c.compiles for c in self.probe.calls],
+                color=["#c0392b" if not c.new_shape and c.compiles else "#7f8c8d" for c in self.probe.calls],
+            )
+            ax.set_xticks(xs, [f"{c.inputs}\npass {c.repeat}" for c in self.probe.calls], fontsize=7)
+            ax.set_ylabel("programs compiled")
+            ax.set_title(f"Recompile probe on {self.probe.target} (red: a shape already seen compiled again)")
+            out["probe"] = png(fig)
+        if self.cost is not None:
+            c = self.cost
+            h = c["horizon_months"]
+            months = [h * i / 48 for i in range(49)]
+            fig = Figure(figsize=(6.5, 2.6))
+            ax = fig.add_subplot()
+            ax.plot(months, [c["monthly_saving_usd"] * m - c["one_time_usd"] for m in months], color="#16a085")
+            ax.axhline(0, color="black", lw=0.8)
+            ax.set_xlabel("months after the move")
+            ax.set_ylabel("net USD")
+            ax.set_title(f"Cumulative net: break-even {_months(c['break_even_months'])}")
+            out["cost"] = png(fig)
+        return out
+
+    def to_html(self, max_findings: int = 300) -> str:
+        """A self-contained page: inline CSS, tables, plots as inline base64 PNGs; nothing fetched."""
+        s, e = self.scan, self.effort
+        p = self.plots()
+        esc = html.escape
+        from ..scan import rule
+
+        def table(head: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+            th = "".join(f"<th>{esc(str(h))}</th>" for h in head)
+            body = "".join("<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+            return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+        def img(key: str, alt: str) -> str:
+            return f'<img alt="{esc(alt)}" src="data:image/png;base64,{p[key]}">' if key in p else ""
+
+        sev = s.by_severity()
+        parts = [
+            f"<h1>xlaport doctor: {esc(self.path)}</h1>",
+            f"<p class=lead><b>{len(s.findings)} findings</b> ({sev['error']} errors, {sev['warning']} warnings, "
+            f"{sev['note']} notes) in {s.files} files and {s.lines:,} lines; {e.kernels} custom kernels "
+            f"({e.kernel_lines} lines); estimated effort <b>{e.total_weeks:.1f} person-weeks</b>.</p>",
+        ]
+        if self.probe is not None:
+            parts.append(
+                f"<p>Recompile probe on <code>{esc(self.probe.target)}</code>: {esc(self.probe.verdict())}.</p>"
+            )
+        if self.cost is not None:
+            parts.append(
+                f"<p>Break-even: {esc(_months(self.cost['break_even_months']))}; verdict "
+                f"<b>{esc(self.cost['verdict'])}</b>.</p>"
+            )
+        parts += ["<h2>Scan</h2>", img("findings", "findings per rule")]
+        parts.append(
+            table(
+                ["rule", "severity", "findings", "why", "fix", "chapter"],
+                [
+                    (rid, rule(rid).severity, n, rule(rid).why, rule(rid).fix, ", ".join(rule(rid).docs))
+                    for rid, n in s.counts().items()
+                ],
+            )
+        )
+        parts.append("<h3>Findings</h3>")
+        parts.append(
+            table(
+                ["where", "severity", "rule", "what", "code"],
+                [(f"{f.path}:{f.line}", f.severity, f.rule, f.message, f.snippet) for f in s.findings[:max_findings]],
+            )
+        )
+        if len(s.findings) > max_findings:
+            parts.append(f"<p>… and {len(s.findings) - max_findings} more (see the JSON report).</p>")
+        if s.warnings:
+            parts += ["<h3>Not scanned</h3>", table(["path", "why"], [(w.path, w.reason) for w in s.warnings])]
+        if self.ops is not None:
+            parts.append("<h2>Ops per target</h2>")
+            if self.ops.error:
+                parts.append(f"<p>Could not trace <code>{esc(self.ops.entry)}</code>: {esc(self.ops.error)}</p>")
+            else:
+                parts.append(
+                    f"<p><code>{esc(self.ops.entry)}</code> dispatched {self.ops.ops} distinct ATen ops "
+                    f"({self.ops.calls} calls).</p>"
+                )
+                parts.append(
+                    table(
+                        ["target", *_STATUSES],
+                        [(t, *[c.get(x, 0) for x in _STATUSES]) for t, c in self.ops.per_target.items()],
+                    )
+                )
+                rows = [
+                    (t, r["op"], r["status"], r["count"], r["via"], r["site"])
+                    for t, rs in self.ops.problems.items()
+                    for r in rs
+                ]
+                if rows:
+                    parts.append(table(["target", "op", "status", "calls", "how decided", "first call site"], rows))
+        if self.probe is not None:
+            parts.append(f"<h2>Recompile probe ({esc(self.probe.target)})</h2>")
+            if self.probe.banner:
+                parts.append(f"<pre>{esc(self.probe.banner)}</pre>")
+            if self.probe.error:
+                parts.append(f"<p>Probe failed: {esc(self.probe.error)}</p>")
+            else:
+                parts.append(img("probe", "compiles per probe call"))
+                parts.append(
+                    table(
+                        ["call", "pass", "inputs", "new shape", "compiles", "compile s", "wall s", "error"],
+                        [
+                            (
+                                c.index,
+                                c.repeat,
+                                c.inputs,
+                                "yes" if c.new_shape else "no",
+                                c.compiles,
+                                "–" if c.compile_s is None else f"{c.compile_s:.2f}",
+                                f"{c.wall_s:.2f}",
+                                c.error or "",
+                            )
+                            for c in self.probe.calls
+                        ],
+                    )
+                )
+        parts += ["<h2>Effort</h2>", img("effort", "person-weeks per class")]
+        erows: list[Sequence[Any]] = [
+            (r.category, r.findings, f"{r.units:g} {r.unit}", f"{r.weeks_per_unit:g}", f"{r.weeks:.2f}") for r in e.rows
+        ]
+        erows.append(
+            ("validation", "", "", f"{e.value('validation_share'):g} × engineering", f"{e.validation_weeks:.2f}")
+        )
+        erows.append(("total", len(s.findings), "", "", f"{e.total_weeks:.2f}"))
+        parts.append(table(["class", "findings", "units", "person-weeks per unit", "person-weeks"], erows))
+        parts.append("<h3>Assumptions</h3>")
+        parts.append(
+            table(
+                ["key", "value", "unit", "what", "from"],
+                [(a.key, f"{a.value:g}", a.unit, a.what, a.source) for a in e.assumptions],
+            )
+        )
+        if self.cost is not None:
+            parts += ["<h2>Break-even</h2>", img("cost", "cumulative net"), table(["", ""], _cost_rows(self.cost))]
+        parts.append(
+            "<p class=small>Times: " + esc(", ".join(f"{k} {v:.1f} s" for k, v in self.timings.items())) + ".</p>"
+        )
+        return (
+            "<!doctype html><html><head><meta charset=utf-8>"
+            f"<title>xlaport doctor: {esc(self.path)}</title><style>{_CSS}</style></head><body>"
+            + "\n".join(x for x in parts if x)
+            + "</body></html>\n"
+        )
+
+    def write_html(self, path: str | Path) -> Path:
+        p = Path(path)
+        p.write_text(self.to_html(), encoding="utf-8")
+        return p
+
+
+_STATUSES = ("supported", "decomposed", "falls back", "raises", "unknown")
+_CSS = (
+    "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
+    "table{border-collapse:collapse;margin:.8em 0;font-size:.9em}td,th{border:1px solid #ccc;padding:.3em .5em;"
+    "text-align:left;vertical-align:top}th{background:#f3f3f3}code,pre{background:#f6f6f6}img{max-width:100%}"
+    ".lead{font-size:1.1em}.small{color:#666;font-size:.85em}"
+)
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, float) and not math.isfinite(o):
+        return None
+    if hasattr(o, "__dict__"):
+        return o.__dict__
+    return str(o)
+
+
+def _md(s: str) -> str:
+    return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+def _months(m: float) -> str:
+    return "never (no monthly saving)" if not math.isfinite(m) else f"{m:.1f} months"
+
+
+def _cost_rows(c: dict[str, Any]) -> list[tuple[str, str]]:
+    return [
+        ("now", c["current"]),
+        ("after", c["proposed"]),
+        ("compute per month now", f"${c['current_monthly_usd']:,.0f}"),
+        ("compute per month after", f"${c['proposed_monthly_usd']:,.0f}"),
+        ("saving per month", f"${c['monthly_saving_usd']:,.0f}"),
+        ("one-time cost", f"${c['one_time_usd']:,.0f} ({c['person_weeks']:.1f} person-weeks)"),
+        ("break-even", _months(c["break_even_months"])),
+        (f"net over {c['horizon_months']:g} months", f"${c['net_over_horizon_usd']:,.0f}"),
+        ("verdict", c["verdict"]),
+    ]
+
+
+def _cost(ci: CostInputs, effort: Effort) -> dict[str, Any]:
+    from .. import cost
+
+    fp, fhow, tp, thow = ci.prices()
+    cur = cost.Side(ci.from_chip, fp, ci.from_mfu, ci.from_utilisation)
+    new = cost.Side(ci.to_chip, tp, ci.to_mfu, ci.to_utilisation)
+    c0 = cost.chip(ci.from_chip)
+    flop = ci.from_chips * cost.hours_per_month() * 3600 * cur.utilisation * cur.mfu * c0.peak_bf16_flop_per_s
+    m = effort.migration(ci.usd_per_person_week)
+    d = cost.decide(flop, cur, new, m, ci.horizon_months)
+    return {
+        "current": f"{ci.from_chips} × {c0.name} at ${fp:.2f}/h ({fhow}), MFU {ci.from_mfu:.0%}, "
+        f"utilisation {ci.from_utilisation:.0%}",
+        "proposed": f"{cost.chip(ci.to_chip).name} at ${tp:.2f}/h ({thow}), MFU {ci.to_mfu:.0%}, "
+        f"utilisation {ci.to_utilisation:.0%}",
+        "current_monthly_usd": d.current_monthly_usd,
+        "proposed_monthly_usd": d.proposed_monthly_usd,
+        "monthly_saving_usd": d.monthly_saving_usd,
+        "one_time_usd": d.one_time_usd,
+        "person_weeks": effort.total_weeks,
+        "break_even_months": d.break_even_months,
+        "horizon_months": d.horizon_months,
+        "net_over_horizon_usd": d.net_over_horizon_usd,
+        "verdict": "migrate" if d.migrate else "stay",
+    }
+
+
+def _ops(entry: str, inputs: Sequence[str], targets: Sequence[str], seed: int) -> OpsSection:
+    import torch
+
+    from ..ops import coverage
+    from ..ops.entry import load_entry, parse_input, trace_entry
+
+    sec = OpsSection(entry, list(inputs))
+    start = time.perf_counter()
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    xs = [parse_input(s, gen) for s in inputs]
+    ent = load_entry(entry)
+    trace = trace_entry(ent, xs)
+    sec.ops = len(set(trace.names))
+    sec.calls = sum(c.count for c in trace)
+    for t in targets:
+        cov = coverage(trace, t)
+        sec.per_target[cov.title] = cov.summary()
+        sec.sources[cov.title] = cov.source
+        sec.problems[cov.title] = [
+            {"op": r.op, "status": r.status, "count": r.count, "via": r.via, "site": r.site}
+            for r in cov
+            if r.status in ("raises", "falls back", "unknown")
+        ]
+    sec.seconds = time.perf_counter() - start
+    return sec
+
+
+def diagnose(
+    path: str | Path,
+    *,
+    entry: str | None = None,
+    inputs: Sequence[str] = (),
+    probes: Sequence[Sequence[str] | str] = (),
+    targets: Sequence[str] = ("tpu", "neuron"),
+    probe_target: str = "tpu",
+    probe_repeat: int = 2,
+    probe_timeout: float = 180.0,
+    effort: dict[str, Any] | None = None,
+    cost: CostInputs | None = None,
+    seed: int = 0,
+    jobs: int | None = None,
+) -> Report:
+    """Scan ``path``; trace and probe ``entry`` if given; estimate the effort; price the move if ``cost`` is given.
+
+    Every argument is checked before anything runs; a bad one raises ``ValueError`` with one line.
+    """
+    from ..scan import scan
+
+    if not isinstance(path, (str, Path)) or not str(path):
+        raise ValueError(f"bad path {path!r}")
+    for t in targets:
+        if t not in TARGETS:
+            raise ValueError(f"unknown target {t!r}; use {', '.join(TARGETS)}")
+    if probe_target not in ("tpu", "neuron"):
+        raise ValueError(f"the probe runs on tpu or neuron, not {probe_target!r}")
+    integer("probe_repeat", probe_repeat, minimum=1)
+    positive("probe_timeout", probe_timeout)
+    integer("seed", seed)
+    probe_specs = [parse_probe(p) if isinstance(p, str) else list(p) for p in probes]
+    if (inputs or probe_specs) and entry is None:
+        raise ValueError("--input and --probe need --entry FILE.py:CALLABLE")
+    if entry is not None:
+        _check_entry_spec(entry)
+        _check_shapes([*inputs, *[s for p in probe_specs for s in p]])
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    res = scan(path, jobs=jobs)
+    timings["scan"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    est = estimate(res, effort)
+    rep = Report(str(path), res, est, timings=timings, cost_inputs=cost)
+    if cost is not None:
+        rep.cost = _cost(cost, est)
+    timings["effort and cost"] = time.perf_counter() - t0
+    if entry is not None:
+        t0 = time.perf_counter()
+        rep.ops = _ops(entry, inputs, targets, seed)
+        timings["ops"] = time.perf_counter() - t0
+        if probe_specs:
+            t0 = time.perf_counter()
+            rep.probe = run_probe(
+                entry, probe_specs, target=probe_target, repeat=probe_repeat, seed=seed, timeout=probe_timeout
+            )
+            timings["probe"] = time.perf_counter() - t0
+    return rep
+
+
+def _check_entry_spec(entry: str) -> None:
+    if not isinstance(entry, str) or not entry.strip():
+        raise ValueError("bad --entry: expected FILE.py:CALLABLE or MODULE:CALLABLE")
+    path_s, sep, attr = entry.rpartition(":")
+    if not sep or not attr.isidentifier():
+        raise ValueError(f"bad --entry {entry!r}: expected FILE.py:CALLABLE or MODULE:CALLABLE")
+    if path_s.endswith(".py") and not Path(path_s).is_file():
+        raise ValueError(f"bad --entry {entry!r}: no such file {path_s}")
+
+
+def _check_shapes(specs: Sequence[str]) -> None:
+    """The shape grammar of xlaport.ops.entry.parse_input, checked without torch (dtype checked when built)."""
+    import re
+
+    for s in specs:
+        if not isinstance(s, str) or not re.fullmatch(r"\s*\d+(\s*[x,]\s*\d+)*\s*(:\s*[A-Za-z_]\w*)?\s*", s):
+            raise ValueError(f"bad input shape {s!r}: expected a shape like 4x3 or 4,3 with an optional :dtype")

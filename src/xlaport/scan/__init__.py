@@ -1,0 +1,43 @@
+"""Measure a codebase's migration debt without running it: CUDA-isms, custom kernels, recompile risks.
+
+>>> from xlaport import scan
+>>> res = scan.scan("my_project/")              # every .py, .cu/.cuh, requirements*.txt and pyproject.toml
+>>> print(res.table())                          # one line per finding, then a count per rule
+>>> res.reaches("error")                        # what `xlaport scan --fail-on error` exits 1 on
+>>> res.to_sarif()                              # SARIF 2.1.0 for GitHub code scanning
+
+Modules: :mod:`~xlaport.scan.rules` (the rules as data: id, severity, why, fix, chapter),
+:mod:`~xlaport.scan.walker` (one walk of each syntax tree applies every rule),
+:mod:`~xlaport.scan.engine` (files, suppressions, parallel scan, never crashes on what it reads),
+:mod:`~xlaport.scan.config` (``[tool.xlaport]`` in the scanned project's ``pyproject.toml``),
+:mod:`~xlaport.scan.output` (table, JSON, SARIF, markdown). Torch-free: nothing here imports torch or
+the scanned code.
+"""
+
+from __future__ import annotations
+
+from .config import DEFAULT_MAX_FILE_SIZE, FAIL_LEVELS, ScanConfig, find_pyproject, load_config
+from .engine import SKIP_DIRS, Finding, ScanResult, ScanWarning, scan, scan_source
+from .rules import KERNEL_DOCS, RULES, SEVERITIES, Rule, mapping_fix, rule, rule_ids, severity_rank
+
+__all__ = [
+    "scan",
+    "scan_source",
+    "Finding",
+    "ScanWarning",
+    "ScanResult",
+    "Rule",
+    "RULES",
+    "rule",
+    "rule_ids",
+    "SEVERITIES",
+    "FAIL_LEVELS",
+    "severity_rank",
+    "mapping_fix",
+    "ScanConfig",
+    "load_config",
+    "find_pyproject",
+    "DEFAULT_MAX_FILE_SIZE",
+    "SKIP_DIRS",
+    "KERNEL_DOCS",
+]

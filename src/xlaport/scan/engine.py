@@ -1,0 +1,650 @@
+"""Find the files, read each once, parse it once, walk it once; in parallel where it pays.
+
+:func:`scan` never raises for what it finds on disk: a file that is not Python 3 becomes a
+``syntax-error`` finding; a file that cannot be read, is binary, is not valid in its encoding, is
+too large, is a symlink loop or is nested too deeply to parse becomes a :class:`ScanWarning`.
+Bad *arguments* (a path that does not exist, a bad ``[tool.xlaport]``) raise ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import os
+import re
+import stat
+import sys
+import time
+import tokenize
+import tomllib
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from .config import FAIL_LEVELS, ScanConfig, find_pyproject, load_config
+from .rules import RULES, mapping_fix, rule, severity_rank
+from .walker import Hit, analyse, dependency_advice
+
+__all__ = ["Finding", "ScanWarning", "ScanResult", "scan", "scan_source", "SKIP_DIRS"]
+
+# Folders never entered below a scanned root (a root itself is always scanned).
+SKIP_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "__pycache__",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        "node_modules",
+        ".ipynb_checkpoints",
+        "site-packages",
+    }
+)
+_PARALLEL_MIN_FILES = 128
+_BATCH = 24
+_SUPPRESS = re.compile(r"#\s*xlaport:\s*ignore(-file)?(?:\[([^\]\n]*)\])?")
+_PY2 = re.compile(r"^\s*(print\s+[\"'\w]|exec\s+[\"'\w]|except\s+[\w.]+\s*,\s*\w+\s*:)", re.M)
+_GLOBAL = re.compile(r"__global__")
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.M)
+_REQ = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One hit of one rule. ``col`` is 1-based; ``lines`` counts a kernel's lines (0 otherwise)."""
+
+    rule: str
+    path: str
+    line: int
+    col: int
+    severity: str
+    message: str
+    fix: str
+    snippet: str = ""
+    detail: str = ""
+    lines: int = 0
+
+    @property
+    def chapter(self) -> str:
+        return rule(self.rule).chapter
+
+    def as_dict(self) -> dict[str, Any]:
+        r = rule(self.rule)
+        return {
+            "rule": self.rule,
+            "severity": self.severity,
+            "category": r.category,
+            "path": self.path,
+            "line": self.line,
+            "col": self.col,
+            "message": self.message,
+            "fix": self.fix,
+            "chapter": r.chapter,
+            "snippet": self.snippet,
+            "lines": self.lines,
+        }
+
+
+@dataclass(frozen=True)
+class ScanWarning:
+    """A file (or folder) the scanner could not look into, and why."""
+
+    path: str
+    reason: str
+
+
+@dataclass
+class ScanResult:
+    """Everything one scan found, with the figures to judge its coverage."""
+
+    roots: tuple[str, ...]
+    findings: list[Finding]
+    warnings: list[ScanWarning]
+    files: int
+    python_files: int
+    lines: int
+    bytes: int
+    suppressed: int
+    seconds: float
+    jobs: int
+    config_sources: tuple[str, ...] = ()
+    fail_on: str | None = None
+    internal_errors: list[ScanWarning] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        """Findings per rule id, in rule order, rules with none left out."""
+        c = Counter(f.rule for f in self.findings)
+        return {r.id: c[r.id] for r in RULES if c[r.id]}
+
+    def by_severity(self) -> dict[str, int]:
+        c = Counter(f.severity for f in self.findings)
+        return {s: c[s] for s in ("error", "warning", "note")}
+
+    def worst(self) -> str | None:
+        if not self.findings:
+            return None
+        return max((f.severity for f in self.findings), key=severity_rank)
+
+    def reaches(self, level: str) -> bool:
+        """True when a finding is at ``level`` or worse (``never``: always False)."""
+        if level not in FAIL_LEVELS:
+            raise ValueError(f"unknown level {level!r}; use one of {', '.join(FAIL_LEVELS)}")
+        if level == "never":
+            return False
+        r = severity_rank(level)
+        return any(severity_rank(f.severity) >= r for f in self.findings)
+
+    def kernels(self) -> list[Finding]:
+        return [f for f in self.findings if rule(f.rule).category == "kernel"]
+
+    def files_with_findings(self) -> dict[str, int]:
+        return dict(Counter(f.path for f in self.findings).most_common())
+
+    # output, implemented in xlaport.scan.output
+    def to_dict(self) -> dict[str, Any]:
+        from .output import to_dict
+
+        return to_dict(self)
+
+    def to_json(self, indent: int | None = 2) -> str:
+        from .output import to_json
+
+        return to_json(self, indent)
+
+    def to_sarif(self) -> dict[str, Any]:
+        from .output import to_sarif
+
+        return to_sarif(self)
+
+    def to_markdown(self, max_findings: int | None = 200) -> str:
+        from .output import to_markdown
+
+        return to_markdown(self, max_findings)
+
+    def table(self, max_findings: int | None = None, color: bool = False) -> str:
+        from .output import table
+
+        return table(self, max_findings, color)
+
+
+# --------------------------------------------------------------------------- per file
+_Outcome = tuple[str, list[tuple[Any, ...]], list[str], int, int, int, bool, str | None]
+
+
+def _suppressions(text: str) -> tuple[dict[int, frozenset[str] | None], frozenset[str] | None, bool]:
+    """(line -> rules or None for all, file-level rules or None for all, has file-level)."""
+    per_line: dict[int, frozenset[str] | None] = {}
+    file_rules: set[str] = set()
+    file_all = False
+    has_file = False
+    for m in _SUPPRESS.finditer(text):
+        rules = frozenset(r.strip() for r in m.group(2).split(",") if r.strip()) if m.group(2) is not None else None
+        if m.group(1):
+            has_file = True
+            if rules is None:
+                file_all = True
+            else:
+                file_rules |= rules
+        else:
+            line = text.count("\n", 0, m.start()) + 1
+            prev = per_line.get(line, frozenset())
+            per_line[line] = None if rules is None or prev is None else prev | rules
+    return per_line, (None if file_all else frozenset(file_rules)), has_file
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:,.1f} MiB" if n >= 2**20 else f"{n / 1024:,.1f} KiB"
+
+
+def _decode(data: bytes) -> tuple[str | None, str | None]:
+    """(text, None) or (None, why not)."""
+    if b"\x00" in data:
+        return None, "binary file (contains NUL bytes), not scanned"
+    try:
+        enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as e:
+        head = b"\n".join(data.split(b"\n", 2)[:2])
+        if _COOKIE.search(head):
+            return None, f"bad encoding declaration ({e.msg}), not scanned"
+        return None, "not valid utf-8 (and no coding declaration), not scanned"
+    try:
+        return data.decode(enc), None
+    except (UnicodeDecodeError, LookupError):
+        return None, f"not valid {enc}, not scanned"
+
+
+def _python_hits(text: str, display: str) -> tuple[list[Hit], str | None]:
+    try:
+        tree = ast.parse(text, filename=display)
+    except SyntaxError as e:
+        line = e.lineno or 1
+        py2 = " (Python 2 syntax?)" if _PY2.search(text) else ""
+        msg = f"does not parse as Python 3: {e.msg} at line {line}{py2}"
+        return [("syntax-error", line, max((e.offset or 1) - 1, 0), msg, "", 0, "")], None
+    except (RecursionError, MemoryError):
+        return [], "nested too deeply to parse, not scanned"
+    except ValueError as e:  # e.g. a surrogate the parser refuses
+        return [], f"cannot parse: {e}, not scanned"
+    try:
+        return analyse(tree), None
+    except RecursionError:
+        return [], "nested too deeply to walk, not scanned"
+
+
+def _requirement_hits(text: str, kind: str) -> list[Hit]:
+    hits: list[Hit] = []
+    if kind == "pyproject":
+        try:
+            raw = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            return [("syntax-error", 1, 0, "pyproject.toml is not valid TOML", "", 0, "")]
+        names: list[str] = []
+        proj = raw.get("project", {}) if isinstance(raw.get("project"), dict) else {}
+        names += [s for s in proj.get("dependencies", []) if isinstance(s, str)]
+        for v in (proj.get("optional-dependencies") or {}).values():
+            names += [s for s in v if isinstance(s, str)] if isinstance(v, list) else []
+        groups = raw.get("dependency-groups", {})
+        if isinstance(groups, dict):
+            for v in groups.values():
+                names += [s for s in v if isinstance(s, str)] if isinstance(v, list) else []
+        poetry = raw.get("tool", {}).get("poetry", {}) if isinstance(raw.get("tool"), dict) else {}
+        if isinstance(poetry, dict) and isinstance(poetry.get("dependencies"), dict):
+            names += list(poetry["dependencies"])
+        lines = text.splitlines()
+        for s in names:
+            m = _REQ.match(s)
+            adv = dependency_advice(m.group(1)) if m else None
+            if adv is None:
+                continue
+            line = next((i + 1 for i, ln in enumerate(lines) if m.group(1) in ln), 1)  # type: ignore[union-attr]
+            hits.append(("cuda-only-dependency", line, 0, f"`{s}` (CUDA only); instead: {adv[1]}", adv[0], 0, ""))
+        return hits
+    for i, ln in enumerate(text.splitlines()):
+        s = ln.split("#", 1)[0].strip()
+        if not s or s.startswith("-"):
+            continue
+        m = _REQ.match(s)
+        adv = dependency_advice(m.group(1)) if m else None
+        if adv is not None:
+            hits.append(("cuda-only-dependency", i + 1, 0, f"`{s}` (CUDA only); instead: {adv[1]}", adv[0], 0, ""))
+    return hits
+
+
+def _cuda_source_hits(text: str) -> list[Hit]:
+    n = text.count("\n") + (0 if text.endswith("\n") else 1)
+    k = len(_GLOBAL.findall(text))
+    msg = f"CUDA source: {n} lines, {k} `__global__` kernel{'s' if k != 1 else ''}"
+    return [("cuda-source", 1, 0, msg, str(k), n, "")]
+
+
+def _scan_one(path: str, display: str, kind: str, max_size: int, ignored: frozenset[str]) -> _Outcome:
+    """(display, kept hits with snippets, warnings, lines, bytes, suppressed, parsed_python, internal error)."""
+    warnings: list[str] = []
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        if e.errno == 40:  # ELOOP
+            return display, [], ["symlink loop, not scanned"], 0, 0, 0, False, None
+        if os.path.islink(path):
+            return display, [], ["broken symlink, not scanned"], 0, 0, 0, False, None
+        return display, [], [f"cannot stat: {e.strerror or e}, not scanned"], 0, 0, 0, False, None
+    if not stat.S_ISREG(st.st_mode):
+        return display, [], ["not a regular file, not scanned"], 0, 0, 0, False, None
+    if st.st_size > max_size:
+        too_big = f"{_size(st.st_size)} is over the {_size(max_size)} limit, not scanned"
+        return display, [], [too_big], 0, 0, 0, False, None
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(max_size + 1)
+    except OSError as e:
+        return display, [], [f"cannot read: {e.strerror or e}, not scanned"], 0, 0, 0, False, None
+    if len(data) > max_size:
+        return display, [], ["grew past the size limit while reading, not scanned"], 0, 0, 0, False, None
+    try:
+        if kind == "cu":
+            text = data.decode("utf-8", errors="replace")
+            hits = _cuda_source_hits(text)
+        else:
+            text_or_none, why = _decode(data)
+            if text_or_none is None:
+                return display, [], [str(why)], 0, len(data), 0, False, None
+            text = text_or_none
+            if kind == "py":
+                hits, why = _python_hits(text, display)
+                if why:
+                    warnings.append(why)
+            else:
+                hits = _requirement_hits(text, kind)
+        nlines = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+        kept: list[tuple[Any, ...]] = []
+        suppressed = 0
+        if hits:
+            if "xlaport:" in text:
+                per_line, file_rules, has_file = _suppressions(text)
+            else:
+                per_line, file_rules, has_file = {}, frozenset(), False
+            src_lines = text.splitlines()
+            for h in hits:
+                rid, line = h[0], h[1]
+                if rid in ignored:
+                    suppressed += 1
+                    continue
+                if has_file and (file_rules is None or rid in file_rules):
+                    suppressed += 1
+                    continue
+                if line in per_line:
+                    rules = per_line[line]
+                    if rules is None or rid in rules:
+                        suppressed += 1
+                        continue
+                snippet = src_lines[line - 1].strip()[:160] if 0 < line <= len(src_lines) else ""
+                kept.append((*h, snippet))
+        return display, kept, warnings, nlines, len(data), suppressed, kind == "py", None
+    except Exception as e:  # a bug in a rule must not stop a scan of 20,000 files
+        return display, [], [], 0, len(data), 0, False, f"{type(e).__name__}: {e}"
+
+
+def _scan_batch(batch: list[tuple[str, str, str, int, frozenset[str]]]) -> list[_Outcome]:
+    return [_scan_one(*item) for item in batch]
+
+
+def scan_source(text: str, path: str = "<snippet>.py") -> list[Finding]:
+    """Findings in one Python source string (suppression comments honoured); for tests and notebooks."""
+    if not isinstance(text, str):
+        raise ValueError(f"scan_source needs a string of Python source, got {type(text).__name__}")
+    kind = _kind(Path(path)) or "py"
+    if kind == "py":
+        hits, _ = _python_hits(text, path)
+    elif kind == "cu":
+        hits = _cuda_source_hits(text)
+    else:
+        hits = _requirement_hits(text, kind)
+    per_line, file_rules, has_file = _suppressions(text) if "xlaport:" in text else ({}, frozenset(), False)
+    lines = text.splitlines()
+    out = []
+    for h in hits:
+        if has_file and (file_rules is None or h[0] in file_rules):
+            continue
+        if h[1] in per_line and (per_line[h[1]] is None or h[0] in per_line[h[1]]):  # type: ignore[operator]
+            continue
+        snippet = lines[h[1] - 1].strip()[:160] if 0 < h[1] <= len(lines) else ""
+        out.append(_finding(path, (*h, snippet), ScanConfig()))
+    return out
+
+
+# --------------------------------------------------------------------------- files
+def _kind(p: Path) -> str | None:
+    name = p.name
+    suf = p.suffix
+    if suf == ".py":
+        return "py"
+    if suf in (".cu", ".cuh"):
+        return "cu"
+    if name == "pyproject.toml":
+        return "pyproject"
+    if suf == ".txt" and ("requirements" in name or name.startswith("constraints") or p.parent.name == "requirements"):
+        return "req"
+    return None
+
+
+def _display(p: Path, root: Path, single: bool, cwd: Path) -> str:
+    try:
+        rel = os.path.relpath(p, cwd)
+        if not rel.startswith(".."):
+            return Path(rel).as_posix()
+    except ValueError:
+        pass
+    if root.is_dir() or not root.exists():
+        base = root if single else root.parent
+        try:
+            return Path(os.path.relpath(p, base)).as_posix()
+        except ValueError:
+            return p.as_posix()
+    return p.name
+
+
+def _walk(root: Path, config: ScanConfig, warn: Callable[[Path, str], None]) -> Iterator[tuple[Path, str]]:
+    """(path, kind) for every file to scan under ``root``; follows folder symlinks once each."""
+    try:
+        st = root.stat()
+    except OSError as e:
+        if e.errno == 40:
+            warn(root, "symlink loop, not scanned")
+        else:
+            warn(root, f"cannot read: {e.strerror or e}, not scanned")
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        kind = _kind(root)
+        yield root, kind or "py"  # a file named explicitly is read as Python unless its name says otherwise
+        return
+    seen = {(st.st_dev, st.st_ino)}
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        try:
+            with os.scandir(d) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as e:
+            warn(d, f"cannot list folder: {e.strerror or e}, not scanned")
+            continue
+        subdirs = []
+        for ent in entries:
+            p = Path(ent.path)
+            try:
+                is_dir = ent.is_dir(follow_symlinks=True)
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if ent.name in SKIP_DIRS or ent.name.endswith(".egg-info"):
+                    continue
+                rel = config.relative(p)
+                if rel is not None and config.excluded(rel):
+                    continue
+                try:
+                    s = ent.stat(follow_symlinks=True)
+                except OSError as err:
+                    warn(p, "symlink loop, not scanned" if err.errno == 40 else f"cannot read: {err.strerror}")
+                    continue
+                key = (s.st_dev, s.st_ino)
+                if key in seen:
+                    if ent.is_symlink():
+                        warn(p, "symlink to a folder already scanned (a loop or a duplicate), not scanned again")
+                    continue
+                seen.add(key)
+                subdirs.append(p)
+                continue
+            kind = _kind(p)
+            if kind is None:
+                if ent.is_symlink() and p.suffix in ("", ".py"):
+                    try:
+                        p.stat()
+                    except OSError as err:
+                        if err.errno == 40:
+                            warn(p, "symlink loop, not scanned")
+                continue
+            rel = config.relative(p)
+            if rel is not None and config.excluded(rel):
+                continue
+            yield p, kind
+        stack.extend(reversed(subdirs))
+
+
+# --------------------------------------------------------------------------- assembling findings
+def _finding(display: str, h: tuple[Any, ...], config: ScanConfig) -> Finding:
+    rid, line, col, message, detail, lines, sev, snippet = h
+    r = rule(rid)
+    fix = r.fix
+    severity = r.severity
+    if detail.startswith("torch.") and rid in ("cuda-api", "cuda-streams", "cuda-amp"):
+        mf = mapping_fix(detail)
+        if mf is not None:
+            fix, tpu_status = mf
+            if rid == "cuda-api" and tpu_status in ("raises", "absent"):
+                severity = "error"
+                message = f"{message} (TorchTPU 0.2.0: {tpu_status})"
+    if sev:
+        severity = sev
+    severity = config.severity.get(rid, severity)
+    return Finding(rid, display, line, col + 1, severity, message, fix, snippet, detail, lines)
+
+
+class _Progress:
+    def __init__(self, total: int, stream: TextIO | None) -> None:
+        self.total, self.stream, self.done = total, stream, 0
+        self._last = 0.0
+
+    def update(self, n: int) -> None:
+        self.done += n
+        if self.stream is None:
+            return
+        now = time.perf_counter()
+        if now - self._last < 0.1 and self.done < self.total:
+            return
+        self._last = now
+        frac = self.done / self.total if self.total else 1.0
+        bar = "#" * int(30 * frac) + "-" * (30 - int(30 * frac))
+        self.stream.write(f"\rxlaport scan [{bar}] {self.done:,}/{self.total:,} files {frac:4.0%}")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.stream is not None:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _pool_context() -> Any:
+    import multiprocessing as mp
+
+    heavy = any(m in sys.modules for m in ("torch", "torch_xla", "jax"))
+    return mp.get_context("spawn" if heavy or sys.platform != "linux" else "fork")
+
+
+def scan(
+    paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
+    *,
+    config: ScanConfig | str | os.PathLike[str] | None = None,
+    jobs: int | None = None,
+    progress: bool | TextIO | None = None,
+    max_file_size: int | None = None,
+) -> ScanResult:
+    """Scan files and folders for CUDA-isms and recompile risks.
+
+    ``config``: a :class:`ScanConfig`, a ``pyproject.toml`` path, or None to use the nearest
+    ``pyproject.toml`` at or above each path. ``jobs``: worker processes (None: all cores once there
+    are enough files to pay for starting them; 1: this process). ``progress``: True (stderr), a
+    stream, or None/False.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    if not paths:
+        raise ValueError("give at least one file or folder to scan")
+    roots = []
+    for p in paths:
+        if not isinstance(p, (str, os.PathLike)) or not str(p):
+            raise ValueError(f"bad path {p!r}")
+        rp = Path(p)
+        if not os.path.lexists(rp):
+            raise ValueError(f"no such file or folder: {p}")
+        roots.append(rp)
+    if jobs is not None and (not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1):
+        raise ValueError(f"jobs must be a whole number >= 1, got {jobs!r}")
+    if max_file_size is not None and (
+        not isinstance(max_file_size, int) or isinstance(max_file_size, bool) or max_file_size <= 0
+    ):
+        raise ValueError(f"max_file_size must be a positive whole number of bytes, got {max_file_size!r}")
+    start = time.perf_counter()
+    cwd = Path.cwd()
+    warnings: list[ScanWarning] = []
+    items: list[tuple[str, str, str, int, frozenset[str]]] = []
+    configs: dict[str, ScanConfig] = {}
+    display_cfg: dict[str, ScanConfig] = {}
+    seen_files: set[str] = set()
+    single = len(roots) == 1
+    fail_on = None
+    for root in roots:
+        if isinstance(config, ScanConfig):
+            cfg = config
+        elif config is not None:
+            cfg = load_config(Path(config))
+        else:
+            pp = find_pyproject(root)
+            key = str(pp)
+            if key not in configs:
+                configs[key] = load_config(pp)
+            cfg = configs[key]
+        fail_on = fail_on or cfg.fail_on
+        size = max_file_size or cfg.max_file_size
+
+        def warn(p: Path, reason: str, _root: Path = root) -> None:
+            warnings.append(ScanWarning(_display(p, _root, single, cwd), reason))
+
+        for p, kind in _walk(root, cfg, warn):
+            key = os.path.abspath(p)
+            if key in seen_files:
+                continue
+            seen_files.add(key)
+            disp = _display(p, root, single, cwd)
+            ignored = cfg.ignore | cfg.ignored_in(cfg.relative(p))
+            items.append((str(p), disp, kind, size, ignored))
+            display_cfg[disp] = cfg
+    n_jobs = jobs if jobs is not None else (min(os.cpu_count() or 1, 8) if len(items) >= _PARALLEL_MIN_FILES else 1)
+    n_jobs = max(1, min(n_jobs, len(items) or 1))
+    stream: TextIO | None
+    if progress is True:
+        stream = sys.stderr
+    elif progress in (None, False):
+        stream = None
+    else:
+        stream = progress  # type: ignore[assignment]
+    bar = _Progress(len(items), stream)
+    outcomes: list[_Outcome] = []
+    batches = [items[i : i + _BATCH] for i in range(0, len(items), _BATCH)]
+    if n_jobs == 1:
+        for b in batches:
+            outcomes += _scan_batch(b)
+            bar.update(len(b))
+    else:
+        with _pool_context().Pool(n_jobs) as pool:
+            for res in pool.imap_unordered(_scan_batch, batches):
+                outcomes += res
+                bar.update(len(res))
+    if stream is not None and items:
+        bar.close()
+    findings: list[Finding] = []
+    internal: list[ScanWarning] = []
+    n_lines = n_bytes = n_sup = n_py = 0
+    for disp, kept, warns, nlines, nbytes, sup, parsed, err in outcomes:
+        cfg = display_cfg.get(disp, ScanConfig())
+        findings += [_finding(disp, h, cfg) for h in kept]
+        warnings += [ScanWarning(disp, w) for w in warns]
+        if err is not None:
+            internal.append(ScanWarning(disp, f"internal error (please report): {err}"))
+        n_lines += nlines
+        n_bytes += nbytes
+        n_sup += sup
+        n_py += parsed
+    findings.sort(key=lambda f: (f.path, f.line, f.col, f.rule))
+    warnings.sort(key=lambda w: w.path)
+    return ScanResult(
+        roots=tuple(str(r) for r in roots),
+        findings=findings,
+        warnings=warnings + internal,
+        files=len(items),
+        python_files=n_py,
+        lines=n_lines,
+        bytes=n_bytes,
+        suppressed=n_sup,
+        seconds=time.perf_counter() - start,
+        jobs=n_jobs,
+        config_sources=tuple(sorted({c.source for c in display_cfg.values()})),
+        fail_on=fail_on,
+        internal_errors=internal,
+    )

@@ -1,0 +1,218 @@
+"""xlaport.doctor and `xlaport doctor`: the effort estimate follows its assumptions, the cost section follows
+xlaport.cost, the reports are self-contained, bad specs are one line, and the whole report on the sample
+project (trace and recompile probe included) takes under 60 s."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from conftest import Runner
+from xlaport import cost
+from xlaport.cli import main
+from xlaport.doctor import ASSUMPTIONS, CostInputs, diagnose, estimate, parse_assume, parse_probe
+from xlaport.doctor.probe import ProbeCall, ProbeResult
+from xlaport.scan import rule, scan
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "examples" / "cuda_project"
+ENTRY = f"{SAMPLE / 'tinylm.py'}:TrainStep"
+
+
+def _expected_weeks(res: object, values: dict[str, float]) -> float:
+    """The estimate recomputed from the findings, independently of xlaport.doctor.effort's code."""
+    per_cat = {
+        "device": "weeks_per_device_site",
+        "amp": "weeks_per_amp_site",
+        "streams": "weeks_per_stream_site",
+        "distributed": "weeks_per_distributed_site",
+        "dynamic-shape": "weeks_per_dynamic_shape_site",
+        "host-sync": "weeks_per_host_sync_site",
+        "recompile": "weeks_per_recompile_site",
+    }
+    total = 0.0
+    deps: set[str] = set()
+    for f in res.findings:  # type: ignore[attr-defined]
+        cat = rule(f.rule).category
+        if cat in per_cat:
+            total += values[per_cat[cat]]
+        elif cat == "dependency":
+            deps.add(f.detail)
+        elif cat == "kernel":
+            n = int(f.detail) if f.rule == "cuda-source" else 1
+            total += n * values["weeks_per_kernel"] + f.lines / 100 * values["weeks_per_100_kernel_lines"]
+    total += len(deps) * values["weeks_per_dependency"]
+    return total * (1 + values["validation_share"])
+
+
+def test_effort_follows_its_assumptions() -> None:
+    res = scan(SAMPLE)
+    defaults = {k: v[0] for k, v in ASSUMPTIONS.items()}
+    est = estimate(res)
+    assert est.total_weeks == pytest.approx(_expected_weeks(res, defaults))
+    assert all(a.source == "default" for a in est.assumptions)
+    changed = {**defaults, "weeks_per_kernel": 5.0, "validation_share": 0.2}
+    est2 = estimate(res, {"weeks_per_kernel": 5, "validation_share": 0.2})
+    assert est2.total_weeks == pytest.approx(_expected_weeks(res, changed))
+    assert {a.key: a.source for a in est2.assumptions}["weeks_per_kernel"] == "command line"
+    assert est.kernels == sum(f.rule == "triton-kernel" for f in res.findings) >= 1
+    m = est.migration(usd_per_person_week=4000)
+    assert m.engineering_person_weeks == pytest.approx(est.total_weeks)  # Migration counts validation in it
+    assert cost.one_time_usd(m) == pytest.approx(est.total_weeks * 4000)
+
+
+def test_effort_from_pyproject(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.xlaport.effort]\nweeks_per_kernel = 7\n")
+    (tmp_path / "k.py").write_text("import triton\n@triton.jit\ndef k(x):\n    pass\n")
+    est = estimate(scan(tmp_path))
+    assert est.value("weeks_per_kernel") == 7 and est.kernels == 1
+    assert next(a for a in est.assumptions if a.key == "weeks_per_kernel").source.endswith("pyproject.toml")
+    assert estimate(scan(tmp_path), {"weeks_per_kernel": 1}).value("weeks_per_kernel") == 1  # command line wins
+
+
+@pytest.mark.parametrize(
+    ("items", "message"),
+    [
+        (["weeks_per_kernel"], "expected KEY=NUMBER"),
+        (["nope=1"], "unknown assumption 'nope'"),
+        (["weeks_per_kernel=lots"], "is not a number"),
+    ],
+)
+def test_parse_assume_errors(items: list[str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_assume(items)
+    with pytest.raises(ValueError, match=r"must be >= 0|non-negative|negative"):
+        estimate(scan(SAMPLE / "tinylm.py"), {"weeks_per_kernel": -1})
+
+
+def test_cost_section_matches_xlaport_cost() -> None:
+    ci = CostInputs("h100_sxm", 64, 0.4, "tpu_v6e", 0.35, from_utilisation=0.8)
+    rep = diagnose(SAMPLE, cost=ci)
+    c = rep.cost
+    assert c is not None
+    cur = cost.Side("h100_sxm", cost.chip("h100_sxm").usd_per_chip_hour(), 0.4, 0.8)
+    new = cost.Side("tpu_v6e", cost.chip("tpu_v6e").usd_per_chip_hour(), 0.35, 1.0)
+    flop = 64 * cost.hours_per_month() * 3600 * 0.8 * 0.4 * cost.chip("h100_sxm").peak_bf16_flop_per_s
+    d = cost.decide(flop, cur, new, rep.effort.migration(), 24)
+    assert c["break_even_months"] == pytest.approx(d.break_even_months)
+    assert c["one_time_usd"] == pytest.approx(rep.effort.total_weeks * 5000)
+    assert c["verdict"] == ("migrate" if d.migrate else "stay")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"from_chip": "a100"}, "unknown chip|no chip|a100"),
+        ({"from_mfu": 1.5}, "from_mfu"),
+        ({"to_chip": "trn2"}, "no published on_demand price for trn2"),
+        ({"from_chips": 0}, "from_chips"),
+    ],
+)
+def test_cost_inputs_are_checked(kwargs: dict[str, object], message: str) -> None:
+    base: dict[str, object] = {
+        "from_chip": "h100_sxm",
+        "from_chips": 8,
+        "from_mfu": 0.4,
+        "to_chip": "tpu_v6e",
+        "to_mfu": 0.3,
+    }
+    with pytest.raises(ValueError, match=message):
+        CostInputs(**{**base, **kwargs})  # type: ignore[arg-type]
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.srcs: list[str] = []
+        self.hrefs: list[str] = []
+        self.tables = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "table":
+            self.tables += 1
+        if "src" in a:
+            self.srcs.append(a["src"] or "")
+        if "href" in a:
+            self.hrefs.append(a["href"] or "")
+
+
+def test_reports_without_entry(tmp_path: Path) -> None:
+    rep = diagnose(SAMPLE, cost=CostInputs("h100_sxm", 64, 0.4, "tpu_v6e", 0.35))
+    md = rep.to_markdown()
+    for head in ("# xlaport doctor", "## Scan", "## Effort", "## Break-even"):
+        assert head in md
+    assert "## Ops per target" not in md and rep.ops is None and rep.probe is None
+    page = rep.to_html()
+    tags = _Tags()
+    tags.feed(page)
+    assert tags.tables >= 4 and len(tags.srcs) == 3  # findings, effort and break-even plots
+    assert all(s.startswith("data:image/png;base64,") for s in tags.srcs) and not tags.hrefs
+    assert "<script" not in page and "http://" not in page and "https://" not in page.replace("https://github.com", "")
+    data = json.loads(rep.to_json())
+    assert data["summary"]["findings"] == len(rep.scan.findings)
+    assert data["summary"]["person_weeks"] == pytest.approx(rep.effort.total_weeks, abs=0.01)
+
+
+def test_probe_result_verdicts() -> None:
+    calls = [ProbeCall(0, 1, "4x8", 2, 0.1, 0.1, True), ProbeCall(1, 2, "4x8", 1, 0.1, 0.1, False)]
+    r = ProbeResult("m.py:f", "tpu", calls=calls)
+    assert (r.compiles, r.shapes, r.repeat_compiles) == (3, 1, 1) and "depends on the data" in r.verdict()
+    clean = ProbeResult("m.py:f", "tpu", calls=[calls[0], ProbeCall(1, 2, "4x8", 0, 0.0, 0.0, False)])
+    assert clean.repeat_compiles == 0 and "compiled nothing" in clean.verdict()
+    assert parse_probe("4x8; 4x8:bool") == ["4x8", "4x8:bool"]
+    with pytest.raises(ValueError, match="bad --probe"):
+        parse_probe(" ; ")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["doctor", str(SAMPLE), "--input", "4x3"], "need --entry"),
+        (["doctor", str(SAMPLE), "--entry", "nosuch.py:f"], "no such file nosuch.py"),
+        (["doctor", str(SAMPLE), "--entry", "m.py"], "expected FILE.py:CALLABLE"),
+        (["doctor", str(SAMPLE), "--entry", ENTRY, "--input", "4xq"], "bad input shape '4xq'"),
+        (["doctor", str(SAMPLE), "--entry", ENTRY, "--probe", "4x8;wide"], "bad input shape 'wide'"),
+        (["doctor", str(SAMPLE), "--assume", "speed=3"], "unknown assumption 'speed'"),
+        (["doctor", str(SAMPLE), "--from-chip", "h100_sxm"], "needs --from-chip, --from-chips"),
+        (["doctor", str(SAMPLE), "--probe-repeat", "1.5"], "--probe-repeat must be a whole number"),
+        (["doctor", "/no/such/project"], "no such file or folder"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+
+
+def test_doctor_on_the_sample_project_under_60_s(fresh_python: Runner, tmp_path: Path) -> None:
+    """The whole report, trace and recompile probe on emulated tpu included, in a new interpreter."""
+    html = tmp_path / "report.html"
+    js = tmp_path / "report.json"
+    args = [
+        "xlaport.cli", "doctor", str(SAMPLE), "--entry", ENTRY, "--input", "4x33:int64",
+        "--probe", "4x17:int64", "--probe", "4x33:int64",
+        "--from-chip", "h100_sxm", "--from-chips", "64", "--from-mfu", "0.4", "--to-chip", "tpu_v6e", "--to-mfu", "0.35",
+        "--html", str(html), "--json", str(js),
+    ]  # fmt: skip
+    start = time.perf_counter()
+    out = fresh_python(module=args, timeout=240)
+    seconds = time.perf_counter() - start
+    assert seconds < 60, f"doctor took {seconds:.1f} s on the sample project"
+    data = json.loads(js.read_text())
+    probe = data["probe"]
+    assert probe["error"] is None and all(c["error"] is None for c in probe["calls"]), probe
+    assert len(probe["calls"]) == 4 and [c["new_shape"] for c in probe["calls"]] == [True, True, False, False]
+    assert all(c["compiles"] >= 1 for c in probe["calls"][:2]), probe["calls"]  # every new shape compiles
+    ops = data["ops"]
+    assert ops["error"] is None and ops["ops"] > 10
+    tpu = next(v for k, v in ops["per_target"].items() if k.startswith("TorchTPU"))
+    assert sum(tpu.values()) == ops["ops"]
+    assert "## Recompile probe (tpu)" in out.stdout and "## Ops per target" in out.stdout
+    assert html.read_text().count("data:image/png;base64,") == 4
+    assert math.isfinite(data["cost"]["break_even_months"]) or data["cost"]["verdict"] == "stay"
