@@ -16,13 +16,14 @@ STAMP  := $(VENV)/.installed-$(REQHASH)
 PORT   ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: help venv lint format test unit notebooks site book serve clean
+.PHONY: help venv lint format test test-params unit notebooks site book serve clean
 
 help:
 	@echo "make book    execute the notebooks once and build the site into _build/html"
 	@echo "make test    run the whole suite: unit tests, every notebook once, strict site build"
 	@echo "make unit    unit tests only, without the slower fresh-interpreter ones (fast)"
 	@echo "make lint    ruff (lint + format check) and mypy"
+	@echo "make test-params  every chapter with each other seed and target its parameters cell offers (~25 min)"
 	@echo "make format  apply ruff's fixes and formatting"
 	@echo "make serve   serve _build/html on http://localhost:$(PORT)"
 	@echo "make clean   remove _build (keeps .venv)"
@@ -57,6 +58,11 @@ unit: $(STAMP)
 test: lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 	$(PY) scripts/build_site.py
+
+# Each chapter again with the other values its parameters cell offers (metadata.xlaport.matrix): one value
+# changed at a time, executed into _build/params/. Too long for every CI run: a scheduled workflow runs it.
+test-params: $(STAMP)
+	$(PY) scripts/param_matrix.py $(PARAMS_ARGS)
 
 notebooks: $(STAMP)
 	$(PY) -m pytest -m notebook $(PYTEST_ARGS)

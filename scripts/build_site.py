@@ -6,6 +6,7 @@ Steps:
    (written once by tests/test_notebooks.py) and that the copy is sound: every code cell ran
    (unless tagged ``skip-execution``/``remove-cell``) and none shows an error (unless tagged
    ``raises-exception``);
+   every number in the chapters' prose is glued, a parameter or a sourced constant (``prose_numbers.py``);
 2. stage the book sources with those executed copies into _build/site;
 3. run ``jupyter-book build`` strictly (``-W -n --keep-going``, ``execute_notebooks: off``)
    into _build/html.
@@ -22,6 +23,9 @@ from pathlib import Path
 import nbformat
 
 from xlaport import reference
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import prose_numbers
 
 ROOT = Path(__file__).resolve().parents[1]
 EXECUTED = ROOT / "_build" / "executed" / "notebooks"
@@ -80,6 +84,7 @@ def main() -> int:
 
     notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
     problems = [p for nb in notebooks for p in check_executed(nb, EXECUTED / nb.name)]
+    problems += prose_numbers.check(notebooks)  # every number in the prose is glued, a parameter or sourced
     if problems:
         print("site not built:\n  " + "\n  ".join(problems), file=sys.stderr)
         return 1

@@ -43,7 +43,7 @@ _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}.*$", re.M)
 # A label followed by its number: "Fix 2", "Exercise 1", "sections 2-4", "exit status 2", "step 0".
 _LABEL = re.compile(
     r"(?i)\b(?:fix(?:es)?|exercises?|solutions?|sessions?|steps?|parts?|cases?|figures?|tables?|options?|stages?|levels?"
-    r"|rules?|sections?|mechanisms?|status|practices?|tokens?|chapters?|rows?|columns?|passes|pass|examples?|cells?)"
+    r"|rules?|sections?|mechanisms?|status|practices?|tokens?|chapters?|rows?|columns?|passes|pass|examples?|cells?|seeds?)"
     r"\s+\d+(?:\s*(?:,|and|or|-|–|to)\s*\d+)*\b"
 )
 _HEADING_NUMBER = re.compile(r"^(#+\s*)\d+\.", re.M)  # "## 2. Hand-written attention"
