@@ -190,7 +190,9 @@ def test_dynamo_cpu_shapes_constants_and_limit(fresh_python: Runner) -> None:
         "k == 1.0"
     ]  # the guard that failed: it expected 1.0
     assert a["kinds"][2] == ["dtype"]
-    assert a["ratio"] > 1  # a compiling step is slower than the cached one
+    # a compiling step against a cached one: measured 156x-528x for this function on a 2-core machine; a cached
+    # step takes microseconds, so load moves the ratio a lot, and 20x still catches a compile that went missing
+    assert a["ratio"] > 20, a["ratio"]
 
 
 # ------------------------------------------------------------------ XLA lazy and openxla
