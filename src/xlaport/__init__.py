@@ -13,6 +13,7 @@ Module map (torch is imported only by the modules that need it; ``import xlaport
     xlaport.ops            trace (aten_ops), support (per-target tables), coverage, fallback (CPU-fallback switch), entry
     xlaport.numerics       nonfinite (NonFiniteFinder), attention (inf/NaN reproductions and fixes)
     xlaport.kernels        bridge (pallas_op: jax_op or interpret mode), ops (rmsnorm, matmul_bias_relu, RMSNorm), report, fusion
+    xlaport.distributed    launch (per-rank processes), mesh (SPMD on N devices, shards), hlo (collective counts), streams, toy
     xlaport.cost           facts (sourced hardware data), throughput (MFU, cost per unit), breakeven (torch-free)
     xlaport.scan           scan(): CUDA-isms, kernels and recompile risks, static and torch-free; SARIF/JSON/markdown
     xlaport.doctor         diagnose(): scan + ops per target + recompile probe + effort + break-even; HTML report

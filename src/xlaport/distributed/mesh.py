@@ -1,0 +1,117 @@
+"""SPMD on N emulated devices: the environment, the mesh, and where each parameter's shards live.
+
+torch_xla's CPU client gives ``CPU_NUM_DEVICES`` devices, read once when its runtime starts, so a
+process that wants 4 devices must have the variable set before torch_xla does anything: use
+:func:`cpu_devices_env` for a fresh process (:mod:`xlaport.distributed.launch`). In that process::
+
+    >>> from xlaport.distributed.mesh import spmd_mesh, shard_table
+    >>> mesh = spmd_mesh(4)                       # xr.use_spmd(), a (4, 1) mesh named ("fsdp", "model")
+    >>> model = SpmdFullyShardedDataParallel(model.to(torch_xla.device()))
+    >>> for row in shard_table(model): print(row.name, row.spec, row.shard_shapes, row.bytes_per_device)
+
+``spmd_mesh`` and ``shard_table`` import torch_xla (which changes Dynamo's global config for the
+whole process); :func:`cpu_devices_env` and :func:`mesh_shape` do not.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .. import validate
+
+__all__ = ["FSDP_AXES", "ShardInfo", "cpu_devices_env", "mesh_shape", "spmd_mesh", "shard_table"]
+
+FSDP_AXES: tuple[str, str] = ("fsdp", "model")  # SpmdFullyShardedDataParallel shards over the axis named "fsdp"
+
+
+def cpu_devices_env(n: int) -> dict[str, str]:
+    """Environment for a fresh process whose torch_xla should see ``n`` CPU devices."""
+    n = validate.integer("n", n, minimum=1)
+    return {"PJRT_DEVICE": "CPU", "CPU_NUM_DEVICES": str(n)}
+
+
+def mesh_shape(n_devices: int, shape: Sequence[int] | None = None, axes: Sequence[str] = FSDP_AXES) -> tuple[int, ...]:
+    """Check a mesh shape against the device count and axis names; default ``(n_devices, 1, ...)``."""
+    n = validate.integer("n_devices", n_devices, minimum=1)
+    axes = tuple(axes)
+    if not axes or len(set(axes)) != len(axes) or not all(isinstance(a, str) and a for a in axes):
+        raise ValueError(f"axes must be distinct non-empty names, got {axes!r}")
+    dims = (
+        (n,) + (1,) * (len(axes) - 1)
+        if shape is None
+        else tuple(validate.integer("mesh dim", d, minimum=1) for d in shape)
+    )
+    if len(dims) != len(axes):
+        raise ValueError(f"mesh shape {dims} has {len(dims)} dims but {len(axes)} axis names {axes}")
+    if math.prod(dims) != n:
+        raise ValueError(f"mesh shape {dims} holds {math.prod(dims)} devices, but there are {n}")
+    return dims
+
+
+def spmd_mesh(n_devices: int | None = None, shape: Sequence[int] | None = None, axes: Sequence[str] = FSDP_AXES) -> Any:
+    """Switch torch_xla to SPMD, build a mesh over its devices and make it the global mesh; returns the ``Mesh``.
+
+    ``n_devices`` (optional) is the count the caller expects; a different count raises ``ValueError``
+    naming ``CPU_NUM_DEVICES``, the usual cause being a variable set after torch_xla had started.
+    """
+    import numpy as np
+    import torch_xla.distributed.spmd as xs
+    import torch_xla.runtime as xr
+
+    xr.use_spmd()
+    count = xr.global_runtime_device_count()
+    if n_devices is not None and validate.integer("n_devices", n_devices, minimum=1) != count:
+        raise ValueError(
+            f"torch_xla sees {count} device(s), not {n_devices}: on CPU set CPU_NUM_DEVICES={n_devices} and "
+            "PJRT_DEVICE=CPU before torch_xla starts (in a fresh process, see cpu_devices_env)"
+        )
+    dims = mesh_shape(count, shape, axes)
+    mesh = xs.Mesh(np.arange(count), dims, tuple(axes))
+    xs.set_global_mesh(mesh)
+    return mesh
+
+
+@dataclass(frozen=True)
+class ShardInfo:
+    """Where one parameter lives on an SPMD mesh."""
+
+    name: str
+    shape: tuple[int, ...]  # the global (logical) shape
+    spec: str  # XLA's sharding annotation, e.g. "{devices=[4,1]0,1,2,3}"
+    shard_shapes: tuple[tuple[int, ...], ...]  # one per device, in device order
+    bytes_per_device: tuple[int, ...]
+    devices: tuple[str, ...]
+
+    @property
+    def full_bytes(self) -> int:
+        return math.prod(self.shape) * (self.bytes_per_device[0] // max(1, math.prod(self.shard_shapes[0])))
+
+    @property
+    def sharded(self) -> bool:
+        """True when every device holds a strict part of the parameter (not a replica)."""
+        return len(self.shard_shapes) > 1 and all(math.prod(s) < math.prod(self.shape) for s in self.shard_shapes)
+
+
+def shard_table(module: Any) -> list[ShardInfo]:
+    """One :class:`ShardInfo` per parameter of ``module`` (on an XLA device, SPMD mode). Imports torch_xla."""
+    import torch_xla
+    import torch_xla.distributed.spmd as xs
+
+    rows = []
+    for name, p in module.named_parameters():
+        if p.device.type != "xla":
+            raise ValueError(f"parameter {name!r} is on {p.device}, not an XLA device: move the module first")
+        spec = torch_xla._XLAC._get_xla_sharding_spec(p) or "{replicated}"
+        wrapped = xs.wrap_if_sharded(p)
+        if hasattr(wrapped, "local_shards"):
+            shards = sorted(wrapped.local_shards, key=lambda s: str(s.shard_device))
+            shapes = tuple(tuple(s.data.shape) for s in shards)
+            nbytes = tuple(s.data.numel() * s.data.element_size() for s in shards)
+            devices = tuple(str(s.shard_device) for s in shards)
+        else:  # not sharded: one full copy
+            shapes, nbytes, devices = (tuple(p.shape),), (p.numel() * p.element_size(),), (str(p.device),)
+        rows.append(ShardInfo(name, tuple(p.shape), spec, shapes, nbytes, devices))
+    return rows

@@ -1,0 +1,70 @@
+"""The distributed chapter's model and data: the same numbers in every process that builds them.
+
+Every rank, every mesh and the single-device reference must start from identical weights and see
+identical batches, or their losses cannot be compared. :func:`mlp` builds the two-layer MLP from a
+seed without touching the global RNG; :func:`teacher_batches` draws inputs and labels them with a
+fixed random linear "teacher", so the task is learnable and the loss falls; :func:`sgd_reference`
+is the single-device, single-process run the distributed runs are checked against.
+
+>>> x, y = teacher_batches(steps=8, batch=64, seed=0)     # x: (8, 64, 32) float32, y: (8, 64) int64
+>>> losses = sgd_reference(x, y, seed=0, lr=0.5)          # one float per step, plain CPU eager
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .. import validate
+
+__all__ = ["FEATURES", "HIDDEN", "CLASSES", "mlp", "teacher_batches", "sgd_reference"]
+
+FEATURES, HIDDEN, CLASSES = 32, 64, 8  # every dimension divisible by 4 and 2: shards and micro-batches are even
+
+
+def mlp(seed: int, features: int = FEATURES, hidden: int = HIDDEN, classes: int = CLASSES) -> nn.Sequential:
+    """``Linear(features, hidden) -> ReLU -> Linear(hidden, classes)`` with weights drawn from ``seed`` (on CPU)."""
+    seed = validate.integer("seed", seed, minimum=0)
+    for name, v in (("features", features), ("hidden", hidden), ("classes", classes)):
+        validate.integer(name, v, minimum=1)
+    with torch.random.fork_rng(devices=[]):  # leave the caller's global generator where it was
+        torch.manual_seed(seed)
+        return nn.Sequential(nn.Linear(features, hidden), nn.ReLU(), nn.Linear(hidden, classes))
+
+
+def teacher_batches(
+    steps: int, batch: int, seed: int, features: int = FEATURES, classes: int = CLASSES
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``steps`` batches of ``batch`` examples: inputs ``(steps, batch, features)``, labels ``(steps, batch)``.
+
+    Labels are ``argmax(x @ teacher)`` for a random teacher drawn from ``seed`` too.
+    """
+    steps = validate.integer("steps", steps, minimum=1)
+    batch = validate.integer("batch", batch, minimum=1)
+    seed = validate.integer("seed", seed, minimum=0)
+    g = torch.Generator().manual_seed(10_000 + seed)  # a different stream from the weights' seed
+    teacher = torch.randn(features, classes, generator=g)
+    x = torch.randn(steps, batch, features, generator=g)
+    return x, (x @ teacher).argmax(-1)
+
+
+def sgd_reference(x: torch.Tensor, y: torch.Tensor, seed: int, lr: float, classes: int = CLASSES) -> list[float]:
+    """Train :func:`mlp` (``seed``) with plain SGD on one CPU device, one step per batch; the loss of each step."""
+    if x.dim() != 3 or y.shape != x.shape[:2]:
+        raise ValueError(
+            f"x must be (steps, batch, features) and y (steps, batch), got {tuple(x.shape)} and {tuple(y.shape)}"
+        )
+    lr = validate.positive("lr", lr)
+    if y.numel() and int(y.max()) >= classes:
+        raise ValueError(f"labels go up to {int(y.max())}, more than classes={classes} allows")
+    model = mlp(seed, features=x.shape[-1], classes=classes)
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    losses = []
+    for xb, yb in zip(x, y):
+        loss = F.cross_entropy(model(xb), yb)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.detach()))
+    return losses
