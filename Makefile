@@ -16,11 +16,13 @@ STAMP  := $(VENV)/.installed-$(REQHASH)
 PORT   ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: help venv lint format test test-params unit notebooks site book serve clean
+.PHONY: help venv lint format test test-params unit notebooks site book browser verify serve clean
 
 help:
 	@echo "make book    execute the notebooks once and build the site into _build/html"
 	@echo "make test    run the whole suite: unit tests, every notebook once, strict site build"
+	@echo "make browser every page of the built site in the system Chromium, phone screenshots in _build/screenshots"
+	@echo "make verify  on a TPU VM / Trainium / CUDA machine: every chapter via nbmake, a run record in verified/"
 	@echo "make unit    unit tests only, without the slower fresh-interpreter ones (fast)"
 	@echo "make lint    ruff (lint + format check) and mypy"
 	@echo "make test-params  every chapter with each other seed and target its parameters cell offers (~25 min)"
@@ -54,10 +56,18 @@ format: $(STAMP)
 unit: $(STAMP)
 	$(PY) -m pytest -m "not notebook and not subprocess" $(PYTEST_ARGS)
 
-# Lint, unit tests and every notebook, executed once into _build/executed, then the strict site build from those copies.
+# Lint, unit tests and every notebook, executed once into _build/executed, then the strict site build from those copies,
+# then every page in a real browser (make browser).
 test: lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 	$(PY) scripts/build_site.py
+	$(MAKE) --no-print-directory browser
+
+# The built site in the system Chromium (tests/test_site_browser.py): every page, search, tabs, Colab links, and a
+# phone-width screenshot of every chapter into _build/screenshots/. Skips with one line where Chromium is missing.
+browser: $(STAMP)
+	@test -f _build/html/index.html || { echo "no site yet: run 'make site' first" >&2; exit 1; }
+	XLAPORT_SITE_DIR=$(CURDIR)/_build/html $(PY) -m pytest tests/test_site_browser.py -q -p no:cacheprovider
 
 # Each chapter again with the other values its parameters cell offers (metadata.xlaport.matrix): one value
 # changed at a time, executed into _build/params/. Too long for every CI run: a scheduled workflow runs it.
@@ -71,6 +81,11 @@ site: $(STAMP)
 	$(PY) scripts/build_site.py
 
 book: notebooks site
+
+# On a TPU VM, a Trainium instance or a CUDA machine: every chapter with nbmake on this machine's accelerator
+# (XLAPORT_TARGET=auto), writing a run record under verified/ for the verified-on page. Commit the record.
+verify: $(STAMP)
+	XLAPORT_TARGET=$${XLAPORT_TARGET:-auto} $(PY) scripts/verify.py
 
 serve:
 	@test -f _build/html/index.html || { echo "no site yet: run 'make book' first" >&2; exit 1; }

@@ -46,8 +46,10 @@ def test_bad_delta_is_one_line_error() -> None:
         metrics.Snapshot("xla").delta({})  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="cannot subtract"):
         metrics.Snapshot("xla").delta(metrics.Snapshot("none"))
-    with pytest.raises(ValueError, match="list of counter names"):
+    with pytest.raises(ValueError, match="lists of names"):
         metrics.snapshot(extra="PersistentCacheHit")
+    with pytest.raises(ValueError, match="lists of names"):
+        metrics.snapshot(times="CompileTime")
 
 
 def test_without_a_backend_nothing_is_imported(fresh_python: Runner) -> None:

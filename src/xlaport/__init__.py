@@ -18,6 +18,7 @@ Module map (torch is imported only by the modules that need it; ``import xlaport
     xlaport.scan           scan(): CUDA-isms, kernels and recompile risks, static and torch-free; SARIF/JSON/markdown
     xlaport.doctor         diagnose(): scan + ops per target + recompile probe + effort + break-even; HTML report
     xlaport.models         the chapters' small models: TinyWhisper, GPT, TinyDiT
+    xlaport.exercises      checks: the chapters' exercise checkers (Check, check_buckets, check_rewrite, ...)
     xlaport.reference      data files with provenance, api_mapping, and one renderer per generated reference page
     xlaport.cli            the ``xlaport`` command: one module per subcommand, loaded lazily
 """

@@ -3,21 +3,66 @@
 - :func:`glue` records a measured value for the prose (myst-nb's ``glue`` when it
   is installed; otherwise it just displays the value, e.g. in Colab).
 - :func:`timer` measures wall time of a block.
+
+Importing this module also keeps the build machine out of what a reader sees (:func:`reader_friendly_logs`):
+PyTorch's log lines name a function's file as ``basename.py`` (a notebook cell as ``<cell>``) instead of an absolute
+path, and two environment warnings that say nothing about the lesson (tqdm's "IProgress not found" without
+ipywidgets, torch's "No CUDA runtime is found" on a machine without CUDA) are not shown.
 """
 
 from __future__ import annotations
 
+import logging
+import re
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["glue", "timer", "Timing"]
+__all__ = ["glue", "timer", "Timing", "reader_friendly_logs"]
+
+_CELL_FILE = re.compile(r"/[^\s'\"():]*/ipykernel_\d+/\d+\.py")
+_ABS_FILE = re.compile(r"(?<![\w.])/(?:[^\s'\"():/]+/)+([^\s'\"():/]+\.py)")
+_installed = False
 
 
-def glue(name: str, value: Any, display: bool = False) -> Any:
-    """Make ``value`` available to the book's prose as ``{glue:text}`name```; returns ``value``."""
+def _shorten(text: str) -> str:
+    return _ABS_FILE.sub(r"\1", _CELL_FILE.sub("<cell>", text))
+
+
+def reader_friendly_logs() -> None:
+    """Shorten file paths in PyTorch's log records and hide two environment-only warnings (idempotent)."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    base = logging.getLogRecordFactory()
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = base(*args, **kwargs)
+        if record.name.startswith("torch"):
+            try:
+                message = record.getMessage()
+            except Exception:  # a malformed record is logging's to report, not ours
+                return record
+            short = _shorten(message)
+            if short != message:
+                record.msg, record.args = short, None
+        return record
+
+    logging.setLogRecordFactory(factory)
+    logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # "No CUDA runtime is found"
+    warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm.auto without ipywidgets
+
+
+def glue(name: str, value: Any, display: bool = False) -> None:
+    """Make ``value`` available to the book's prose as ``{glue:text}`name```.
+
+    Returns None, so a cell that ends with ``glue(...)`` shows nothing more (a returned value would print as a
+    stray result under the cell).
+    """
     if not name or not isinstance(name, str):
         raise ValueError(f"glue name must be a non-empty string, got {name!r}")
     try:
@@ -25,9 +70,8 @@ def glue(name: str, value: Any, display: bool = False) -> Any:
     except ImportError:  # outside the book build (Colab, a plain Jupyter)
         if display:
             print(f"{name} = {value}")
-        return value
+        return
     _glue(name, value, display=display)
-    return value
 
 
 @dataclass
@@ -44,3 +88,6 @@ def timer() -> Iterator[Timing]:
         yield t
     finally:
         t.seconds = time.perf_counter() - start
+
+
+reader_friendly_logs()

@@ -11,6 +11,7 @@ decompositions: what a backend receives.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -132,12 +133,18 @@ def copy_arg(a: Any) -> Any:
     return a
 
 
+_IPYKERNEL_FILE = re.compile(r"ipykernel_\d+[/\\]\d+\.py$")
+
+
 def _user_site() -> str:
     f: FrameType | None = sys._getframe(2)
     while f is not None:
         fn = os.path.abspath(f.f_code.co_filename)
         if not fn.startswith(_THIS_DIR) and not fn.startswith(_TORCH_DIR) and not fn.startswith("<frozen"):
-            return f"{os.path.basename(fn)}:{f.f_lineno} in {f.f_code.co_name}"
+            # A notebook cell's code lives in ipykernel's temporary file (``/tmp/ipykernel_<pid>/<hash>.py``):
+            # name it "cell", not by that hash.
+            where = "cell" if _IPYKERNEL_FILE.search(fn) else os.path.basename(fn)
+            return f"{where}:{f.f_lineno} in {f.f_code.co_name}"
         f = f.f_back
     return "?"
 

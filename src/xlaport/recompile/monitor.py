@@ -266,8 +266,12 @@ class Summary:
         return (
             f"{self.steps} steps, {self.compiles} compiles ({self.source}) in {self.compile_steps} steps, "
             f"compile {cs}, wall {self.wall_s:.2f} s, first compile step {self.first_compile_step_s:.3f} s, "
-            f"cached step median {self.steady_median_s * 1e3:.2f} ms, ratio {self.ratio:.0f}x, "
-            f"{self.distinct_keys} distinct shape keys"
+            + (
+                f"cached step median {self.steady_median_s * 1e3:.2f} ms, ratio {self.ratio:.0f}x, "
+                if math.isfinite(self.steady_median_s) and math.isfinite(self.ratio)
+                else "no cached step (every step compiled), "
+            )
+            + f"{self.distinct_keys} distinct shape keys"
             + (", Dynamo recompile limit hit" if self.recompile_limit_hit else "")
             + f" | {self.verdict}"
         )

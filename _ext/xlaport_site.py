@@ -1,0 +1,49 @@
+"""Sphinx extension for the xlaport site (loaded from _config.yml ``local_extensions``).
+
+* Each script is included once per page: sphinx-thebe registers its inline configuration script on every
+  ``env-before-read-docs`` event, and a second copy makes the browser throw
+  "Identifier 'THEBE_JS_URL' has already been declared" on every page.
+* A plot whose alt text would be its file path (what MyST-NB writes for a cell's image output without
+  ``mystnb.image.alt`` in the cell metadata) gets "Plot: <its section's title>" instead. A cell can still say
+  more with ``{"mystnb": {"image": {"alt": "..."}}}``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from docutils import nodes
+from sphinx.application import Sphinx
+
+_PATHLIKE = re.compile(r"(\.(png|jpe?g|svg|gif)$)|(^\.{0,2}/)|(^_images/)", re.I)
+
+
+def _dedupe_scripts(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
+    seen: set[tuple[str, str]] = set()
+    kept = []
+    for script in context.get("script_files", []):
+        key = (str(getattr(script, "filename", script) or ""), str(getattr(script, "attributes", {}).get("body", "")))
+        if key in seen:
+            continue
+        seen.add(key)
+        kept.append(script)
+    context["script_files"] = kept
+
+
+def _alt_text(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    for image in doctree.findall(nodes.image):
+        alt = str(image.get("alt", "")).strip()
+        if alt and not _PATHLIKE.search(alt) and alt != image.get("uri"):
+            continue
+        section = image.parent
+        while section is not None and not isinstance(section, nodes.section):
+            section = section.parent
+        title = section.next_node(nodes.title).astext() if section is not None else ""
+        image["alt"] = f"Plot: {title}" if title else "Plot produced by the code cell above"
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.connect("html-page-context", _dedupe_scripts)
+    app.connect("doctree-resolved", _alt_text)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

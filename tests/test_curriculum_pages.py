@@ -1,0 +1,57 @@
+"""scripts/curriculum_pages.py: measured session durations and the decision brief's break-even band."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import curriculum_pages as cp  # noqa: E402
+
+
+def test_every_session_page_exists_and_is_linked() -> None:
+    md = cp.sessions_md({})
+    for s in cp.SESSIONS:
+        for page in s.pages:
+            assert cp.page_words(page) > 0
+            assert f"{{doc}}`/{page}`" in md
+    assert "not yet run" in md  # no timings: said so, never a made-up number
+
+
+def test_prerequisites_come_earlier() -> None:
+    for i, s in enumerate(cp.SESSIONS, 1):
+        assert all(0 < p < i for p in s.prerequisites), f"session {i} needs a later session"
+
+
+def test_durations_follow_the_measured_inputs(tmp_path: Path) -> None:
+    timings = {"01_first_steps": 600.0}
+    row = next(line for line in cp.sessions_md(timings).splitlines() if line.startswith("| 1."))
+    s = cp.SESSIONS[0]
+    words = sum(cp.page_words(p) for p in s.pages)
+    n_ex = sum(cp.page_exercises(p) for p in s.pages)
+    want = 600 / 60 + words / cp.WORDS_PER_MINUTE + n_ex * cp.EXERCISE_MINUTES
+    assert row.rstrip(" |").endswith(f"| {int(-(-want // 1))}"), row
+    (tmp_path / "t.json").write_text(json.dumps({"x": {"budget_s": 1, "seconds": 2.5}}))
+    assert cp.load_timings(tmp_path / "t.json") == {"x": 2.5}
+    assert cp.load_timings(tmp_path / "missing.json") == {}
+
+
+def test_unknown_page_is_one_line_error() -> None:
+    with pytest.raises(ValueError, match="does not exist"):
+        cp.page_words("book/no_such_page")
+
+
+def test_decision_band_spans_the_unverified_price() -> None:
+    md = cp.decision_md()
+    rows = [line for line in md.splitlines() if line.startswith("| ") and "$" in line and "profile" not in line]
+    assert len(rows) == len(cp.PROFILES)
+    for row in rows:
+        months = [float(x) if x != "never" else float("inf") for x in row.split("|")[2:-2]]
+        # a dearer GPU makes the move pay back sooner (or not later)
+        assert months == sorted(months, reverse=True), row
+    assert "Trainium2" in md and re.search(r"\$\d+\.\d\d/chip-hour", md)

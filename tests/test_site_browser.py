@@ -1,0 +1,354 @@
+"""The built website as a reader meets it, in a real browser (Playwright driving the system Chromium).
+
+Two parts:
+* defect classes on small synthetic pages served locally (always, where Chromium is installed): each check fails
+  on its defect and passes the clean page;
+* the built site (``XLAPORT_SITE_DIR``, set by ``make browser`` after the site build): every page loads without
+  console errors, tables never hide columns without a visible scrollbar, maths is rendered, every image has alt
+  text that is not a file path; search finds each chapter by its title's words; backend tabs stay in sync across
+  pages; each chapter's Colab link opens that notebook; a phone-width screenshot of every chapter goes to
+  ``_build/screenshots/``.
+
+No browser is downloaded: Chromium comes from the system (``XLAPORT_CHROMIUM``, else ``chromium``/``google-chrome``
+on PATH). Without one the suite skips with one line saying so.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import re
+import shutil
+import struct
+import threading
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1400, "height": 900}
+
+
+def _chromium() -> str | None:
+    for cand in (os.environ.get("XLAPORT_CHROMIUM"), "chromium", "chromium-browser", "google-chrome", "chrome"):
+        if cand and (path := shutil.which(cand)):
+            return path
+    return None
+
+
+CHROMIUM = _chromium()
+try:
+    from playwright.sync_api import Browser, Page, sync_playwright
+except ImportError:  # pragma: no cover - pinned in requirements.txt
+    sync_playwright = None  # type: ignore[assignment]
+
+if CHROMIUM is None or sync_playwright is None:
+    why = "no Chromium on PATH" if CHROMIUM is None else "playwright is not installed"
+    print(f"\n*** SKIPPING the browser tests: {why} (apt-get install chromium; pip install -r requirements.txt) ***")
+    pytest.skip(f"browser tests skipped: {why}", allow_module_level=True)
+
+
+# --- one page's checks (shared by the synthetic tests and the site tests) ---------------------------------------
+
+PAGE_CHECKS_JS = r"""
+async () => {
+  const problems = [];
+  await document.fonts.ready;  // measure the final layout: web fonts change widths
+  await new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(resolve)));
+  if (window.MathJax && MathJax.Hub && MathJax.Hub.Queue) {
+    await new Promise(resolve => MathJax.Hub.Queue(resolve));
+  }
+  // maths left as TeX source
+  for (const el of document.querySelectorAll('.math, .amsmath')) {
+    const t = el.textContent;
+    if (/\\\(|\\\[|\$\$/.test(t) && !el.querySelector('.MathJax, .MathJax_Display, mjx-container, .MathJax_CHTML')) {
+      problems.push('maths not rendered: ' + t.trim().slice(0, 60));
+    }
+  }
+  // images: alt text present and not a file path
+  for (const img of document.querySelectorAll('img')) {
+    const alt = img.getAttribute('alt');
+    if (alt === null || alt.trim() === '') problems.push('image without alt text: ' + img.getAttribute('src'));
+    else if (/\.(png|jpe?g|svg|gif)$|^\.{0,2}\//i.test(alt.trim())) problems.push('image alt text is a file path: ' + alt);
+  }
+  // tables: a table wider than what shows must sit in a box that scrolls with a visible scrollbar
+  const vw = document.documentElement.clientWidth;
+  for (const table of document.querySelectorAll('article table, .bd-article table, main table')) {
+    if (table.offsetParent === null) continue;  // not displayed (e.g. inside a closed tab)
+    let scroller = null;
+    for (let el = table.parentElement; el && el !== document.body; el = el.parentElement) {
+      const ox = getComputedStyle(el).overflowX;
+      if (ox === 'auto' || ox === 'scroll') { scroller = el; break; }
+      if (ox === 'hidden' || ox === 'clip') { scroller = el; break; }
+    }
+    const head = (table.querySelector('th, td') || table).textContent.trim().slice(0, 40);
+    if (!scroller) {
+      if (table.getBoundingClientRect().right > vw + 1) problems.push('table runs off the page: ' + head);
+      continue;
+    }
+    const ox = getComputedStyle(scroller).overflowX;
+    const hidden = scroller.scrollWidth > scroller.clientWidth + 1;
+    if (!hidden) continue;
+    const bar = scroller.offsetHeight - scroller.clientHeight
+      - parseFloat(getComputedStyle(scroller).borderTopWidth) - parseFloat(getComputedStyle(scroller).borderBottomWidth);
+    if (ox === 'hidden' || ox === 'clip') problems.push('table columns cut off: ' + head);
+    else if (bar < 1) problems.push('table columns hidden behind a scroll nothing shows: ' + head);
+  }
+  // the page itself must not scroll sideways (a phone reader loses the right edge of every paragraph)
+  const root = document.documentElement;
+  if (root.scrollWidth > root.clientWidth + 1) {
+    let culprit = '';
+    for (const el of document.querySelectorAll('main *, article *')) {
+      let clipped = false;
+      for (let a = el.parentElement; a && a !== root; a = a.parentElement) {
+        if (['auto', 'scroll', 'hidden', 'clip'].includes(getComputedStyle(a).overflowX)) { clipped = true; break; }
+      }
+      if (!clipped && el.getBoundingClientRect().right > root.clientWidth + 1) {
+        culprit = el.tagName.toLowerCase() + ' "' + el.textContent.trim().slice(0, 50) + '"';
+        break;
+      }
+    }
+    problems.push('page scrolls sideways (' + root.scrollWidth + ' px in ' + root.clientWidth + ' px): ' + culprit);
+  }
+  return problems;
+}
+"""
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as p:
+        # Playwright hides scrollbars in headless mode; keep them, since whether one shows is what is checked.
+        b = p.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox"], ignore_default_args=["--hide-scrollbars"]
+        )
+        yield b
+        b.close()
+
+
+def _serve(directory: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
+    handler = functools.partial(_Quiet, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+# Console errors that are not the page's: MathJax 2 probes with a blank web font (``url('about:blank')``), which
+# Chromium reports as a CORS error; a failed load is reported once, with its URL, by the "requestfailed" handler.
+IGNORED_CONSOLE = re.compile(r"Access to font at 'about:blank'|Failed to load resource: net::ERR_FAILED")
+
+
+def _counts(message: Any) -> bool:
+    return message.type == "error" and not IGNORED_CONSOLE.search(message.text)
+
+
+def check_page(browser: Browser, url: str, viewport: dict[str, int], screenshot: Path | None = None) -> list[str]:
+    """Load one page offline (requests beyond the local server are refused) and return its problems."""
+    context = browser.new_context(viewport=viewport)
+    page = context.new_page()
+    problems: list[str] = []
+    local = re.match(r"https?://127\.0\.0\.1:\d+", url)
+    assert local
+    origin = local.group(0)
+    page.route(re.compile(r"^(?!" + re.escape(origin) + r"|data:|blob:|about:).*"), lambda route: route.abort())
+    page.on("console", lambda m: problems.append(f"console error: {m.text[:160]}") if _counts(m) else None)
+    page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}") if r.url != "about:blank" else None)
+    page.on("pageerror", lambda e: problems.append(f"script error: {str(e)[:160]}"))
+    page.on("response", lambda r: problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
+    try:
+        page.goto(url, wait_until="load")
+        problems += page.evaluate(PAGE_CHECKS_JS)
+        if screenshot is not None:
+            screenshot.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(screenshot), full_page=True)
+    finally:
+        context.close()
+    return problems
+
+
+# --- each defect class, reintroduced on a synthetic page ----------------------------------------------------------
+
+WIDE_ROW = (
+    "<tr>"
+    + "".join(f"<td style='white-space:nowrap'>column number {i} with long words</td>" for i in range(14))
+    + "</tr>"
+)
+SYNTHETIC = {
+    "clean.html": f"<p>fine</p><div style='overflow-x:auto'><table>{WIDE_ROW}</table></div>"
+    "<img src='x.png' alt='A bar chart of compile counts'>",
+    "console.html": "<p>x</p><script>console.error('boom')</script>",
+    "script.html": "<p>x</p><script>undefinedFunction()</script>",
+    "cutoff.html": f"<div style='overflow-x:hidden'><table>{WIDE_ROW}</table></div>",
+    "offpage.html": f"<table>{WIDE_ROW}</table>",
+    "hiddenbar.html": "<style>.s::-webkit-scrollbar{display:none}</style>"
+    f"<div class='s' style='overflow-x:auto;scrollbar-width:none'><table>{WIDE_ROW}</table></div>",
+    "maths.html": r"<p><span class='math notranslate nohighlight'>\(\Psi = f(x)/\sqrt{k}\)</span></p>",
+    "noalt.html": "<img src='x.png'>",
+    "pathalt.html": "<img src='x.png' alt='../_images/c1d8e6ff.png'>",
+    "sideways.html": "<p><code style='white-space:nowrap'>"
+    + "torch_xla.experimental.custom_kernel." * 8
+    + "</code></p>",
+}
+EXPECTED = {
+    "console.html": "console error",
+    "script.html": "script error",
+    "cutoff.html": "cut off",
+    "offpage.html": "runs off the page",
+    "hiddenbar.html": "scroll nothing shows",
+    "maths.html": "maths not rendered",
+    "noalt.html": "without alt text",
+    "pathalt.html": "is a file path",
+    "sideways.html": "page scrolls sideways",
+}
+
+
+def _png() -> bytes:
+    """A 1x1 white PNG."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(b"\0\xff\xff\xff"))
+        + chunk(b"IEND", b"")
+    )
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    d = tmp_path_factory.mktemp("synthetic_site")
+    for name, body in SYNTHETIC.items():
+        (d / name).write_text(
+            f"<!doctype html><html><head><title>t</title></head><body><main>{body}</main></body></html>"
+        )
+    (d / "x.png").write_bytes(_png())
+    server, base = _serve(d)
+    yield base
+    server.shutdown()
+
+
+def test_clean_synthetic_page_passes(browser: Browser, synthetic: str) -> None:
+    assert check_page(browser, f"{synthetic}/clean.html", DESKTOP) == []
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_defect_class_is_caught(browser: Browser, synthetic: str, name: str) -> None:
+    problems = check_page(browser, f"{synthetic}/{name}", DESKTOP)
+    assert any(EXPECTED[name] in p for p in problems), f"{name}: expected '{EXPECTED[name]}', got {problems}"
+
+
+# --- the built site -----------------------------------------------------------------------------------------------
+
+SITE = os.environ.get("XLAPORT_SITE_DIR")
+site_only = pytest.mark.skipif(not SITE, reason="the built site is checked by 'make browser' (after the site build)")
+
+
+def _pages() -> list[str]:
+    if not SITE:
+        return []
+    html = Path(SITE)
+    return sorted(
+        p.relative_to(html).as_posix()
+        for p in html.rglob("*.html")
+        if not p.relative_to(html).as_posix().startswith(("_", "mathjax/"))
+        and 'http-equiv="Refresh"' not in p.read_text(encoding="utf-8")[:2000]  # the root redirect
+    )
+
+
+def _chapters() -> list[str]:
+    return [p for p in _pages() if p.startswith("notebooks/")]
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[str]:
+    assert SITE and (Path(SITE) / "index.html").exists(), f"no built site at {SITE} (run 'make site' first)"
+    server, base = _serve(Path(SITE))
+    yield base
+    server.shutdown()
+
+
+@site_only
+@pytest.mark.parametrize("page", _pages())
+def test_page_reads_well(browser: Browser, site: str, page: str) -> None:
+    if page == "search.html":
+        pytest.skip("the search page is driven by test_search_finds_each_chapter")
+    problems = check_page(browser, f"{site}/{page}", DESKTOP)
+    assert not problems, f"{page} at {DESKTOP['width']} px:\n  " + "\n  ".join(problems)
+
+
+@site_only
+@pytest.mark.parametrize("page", _chapters())
+def test_chapter_on_a_phone(browser: Browser, site: str, page: str) -> None:
+    shot = SCREENSHOTS / f"{Path(page).stem}.png"
+    problems = check_page(browser, f"{site}/{page}", PHONE, screenshot=shot)
+    assert shot.stat().st_size > 0
+    assert not problems, f"{page} at {PHONE['width']} px:\n  " + "\n  ".join(problems)
+
+
+def _open(browser: Browser, url: str) -> tuple[Any, Page]:
+    context = browser.new_context(viewport=DESKTOP)
+    page = context.new_page()
+    page.goto(url, wait_until="load")
+    return context, page
+
+
+@site_only
+@pytest.mark.parametrize("page", _chapters())
+def test_colab_link_opens_this_notebook(browser: Browser, site: str, page: str) -> None:
+    context, p = _open(browser, f"{site}/{page}")
+    hrefs = p.eval_on_selector_all("a[href*='colab.research.google.com']", "els => els.map(e => e.href)")
+    context.close()
+    stem = Path(page).stem
+    assert hrefs, f"{page}: no Colab link"
+    assert all(h.endswith(f"/notebooks/{stem}.ipynb") for h in hrefs), f"{page}: Colab links {hrefs}"
+
+
+STOP = {"the", "and", "with", "from", "into", "your", "that", "what", "when", "where", "under", "over", "a", "of", "to"}
+
+
+@site_only
+@pytest.mark.parametrize("page", _chapters())
+def test_search_finds_each_chapter(browser: Browser, site: str, page: str) -> None:
+    context, p = _open(browser, f"{site}/{page}")
+    title = p.inner_text("h1").strip().rstrip("#").strip()
+    words = [w for w in re.findall(r"[A-Za-z][A-Za-z0-9_-]{3,}", title.split(":")[0]) if w.lower() not in STOP][:3]
+    p.goto(f"{site}/search.html?q={'+'.join(words)}", wait_until="load")
+    p.wait_for_function("document.querySelectorAll('#search-results li, ul.search li').length > 0", timeout=15_000)
+    links = p.eval_on_selector_all("#search-results li a, ul.search li a", "els => els.map(e => e.href)")
+    context.close()
+    assert any(f"/{page}" in link for link in links), f"search for {words!r} (from {title!r}) misses {page}: {links}"
+
+
+@site_only
+def test_backend_tabs_stay_in_sync_across_pages(browser: Browser, site: str) -> None:
+    tabbed = [pg for pg in _pages() if 'data-sync-group="backend"' in (Path(SITE or ".") / pg).read_text()]
+    assert len(tabbed) >= 2, f"backend tabs on fewer than two pages: {tabbed}"
+    context = browser.new_context(viewport=DESKTOP)
+    p = context.new_page()
+    for choice in ("neuron", "tpu"):
+        p.goto(f"{site}/{tabbed[0]}", wait_until="load")
+        p.locator(f"label[data-sync-group='backend'][data-sync-id='{choice}']").first.click()
+        for other in tabbed[1:]:
+            p.goto(f"{site}/{other}", wait_until="load")
+            chosen = p.eval_on_selector_all(
+                "label[data-sync-group='backend']",
+                "els => els.filter(l => document.getElementById(l.htmlFor).checked).map(l => l.dataset.syncId)",
+            )
+            assert chosen and set(chosen) == {choice}, f"picked {choice} on {tabbed[0]}; {other} shows {chosen}"
+    context.close()

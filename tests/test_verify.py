@@ -1,0 +1,83 @@
+"""make verify's pieces: XLAPORT_TARGET picks the target, a chapter's run record, the verified-on page."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import xlaport
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("verify", ROOT / "scripts" / "verify.py")
+assert _spec and _spec.loader
+verify = importlib.util.module_from_spec(_spec)
+sys.modules["verify"] = verify
+_spec.loader.exec_module(verify)
+
+BANNER = (
+    "[xlaport] target=tpu (emulated) device=xla:0 backend=openxla | emulated on torch_xla XLA:CPU | "
+    "python 3.11.7 torch 2.9.0+cu128 torch_xla 2.9.0\n"
+)
+
+
+def _glued(name: str, plain: str) -> dict[str, Any]:
+    return {
+        "output_type": "display_data",
+        "data": {"application/papermill.record/text/plain": plain},
+        "metadata": {"scrapbook": {"name": name, "mime_prefix": "application/papermill.record/"}},
+    }
+
+
+def _executed() -> dict[str, Any]:
+    outputs = [
+        {"output_type": "stream", "name": "stdout", "text": ["loading\n", BANNER]},
+        _glued("compiles", "16"),
+        _glued("error_text", "'not implemented'"),
+        _glued("ratio", "41.25"),
+    ]
+    return {"cells": [{"cell_type": "code", "outputs": outputs, "metadata": {}}]}
+
+
+def test_env_var_replaces_the_parameters_cell_target(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XLAPORT_TARGET", "cpu")
+    assert xlaport.target("tpu").name == "cpu"  # what the parameters cell asked for is overridden
+
+
+def test_bad_env_target_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XLAPORT_TARGET", "gpu")
+    with pytest.raises(ValueError, match="XLAPORT_TARGET='gpu' is not a target"):
+        xlaport.target("tpu")
+
+
+def test_chapter_record_reads_banner_and_numeric_glue() -> None:
+    rec = verify.chapter_record(_executed(), passed=True)
+    assert (rec["target"], rec["mode"], rec["device"]) == ("tpu", "emulated", "xla:0")
+    assert rec["figures"] == {"compiles": 16.0, "ratio": 41.25}  # the text glue is not a figure
+    assert rec["passed"] is True
+
+
+def test_page_lists_every_run_per_chapter() -> None:
+    emulated = {
+        "date": "this build",
+        "torch": "2.9.0",
+        "chapters": {"op_fallbacks": verify.chapter_record(_executed(), True)},
+    }
+    real = {
+        "date": "2026-12-01",
+        "torch": "2.9.0",
+        "chapters": {
+            "op_fallbacks": {"passed": False, "target": "tpu", "mode": "real", "device": "tpu:0", "figures": {}}
+        },
+    }
+    page = verify.render_page([emulated, real])
+    assert page.startswith("# Verified on")
+    assert "| this build | tpu | emulated | xla:0 | 2.9.0 | yes | `compiles` 16, `ratio` 41.25 |" in page
+    assert "| 2026-12-01 | tpu | real | tpu:0 | 2.9.0 | no | – |" in page
+
+
+def test_page_without_records_says_so() -> None:
+    assert "No run has been recorded yet." in verify.render_page([])
