@@ -60,6 +60,8 @@ COMMANDS: dict[str, Command] = {
             "pricing math: peak FLOP/s, MFU, cost per token, image and run, migration break-even",
             False,
         ),
+        Command("scan", "xlaport.cli.scan", "find CUDA-isms, custom kernels and recompile risks in a codebase", False),
+        Command("doctor", "xlaport.cli.doctor", "one migration report: scan, ops, recompile probe, effort, cost", True),
         Command(
             "attention-check",
             "xlaport.cli.attention",
