@@ -329,7 +329,13 @@ def test_search_finds_each_chapter(browser: Browser, site: str, page: str) -> No
     title = p.inner_text("h1").strip().rstrip("#").strip()
     words = [w for w in re.findall(r"[A-Za-z][A-Za-z0-9_-]{3,}", title.split(":")[0]) if w.lower() not in STOP][:3]
     p.goto(f"{site}/search.html?q={'+'.join(words)}", wait_until="load")
-    p.wait_for_function("document.querySelectorAll('#search-results li, ul.search li').length > 0", timeout=15_000)
+    # Sphinx's search shows its results one by one and writes the summary ("Search finished, found N pages")
+    # after the last: read the list only then, or a slow machine sees a partial list.
+    p.wait_for_function(
+        "(() => { const s = document.querySelector('.search-summary');"
+        " return s && /found/i.test(s.textContent) && !/Preparing|Searching/.test(s.textContent); })()",
+        timeout=30_000,
+    )
     links = p.eval_on_selector_all("#search-results li a, ul.search li a", "els => els.map(e => e.href)")
     context.close()
     assert any(f"/{page}" in link for link in links), f"search for {words!r} (from {title!r}) misses {page}: {links}"

@@ -9,14 +9,15 @@ Module map (torch is imported only by the modules that need it; ``import xlaport
     xlaport.validate       one-line ValueErrors for numbers users pass in (torch-free)
     xlaport.notebook       glue() and timer() for the book's chapters
 
-    xlaport.recompile      monitor (RecompileMonitor), guards (storage-offset guard), buckets, persistent_cache
+    xlaport.recompile      monitor (RecompileMonitor), guards (storage-offset guard), buckets, packing, persistent_cache
     xlaport.ops            trace (aten_ops), support (per-target tables), coverage, fallback (CPU-fallback switch), entry
-    xlaport.numerics       nonfinite (NonFiniteFinder), attention (inf/NaN reproductions and fixes)
+    xlaport.numerics       nonfinite (NonFiniteFinder), attention (inf/NaN reproductions and fixes), precision (TPU float32 matmul rule)
     xlaport.kernels        bridge (pallas_op: jax_op or interpret mode), ops (rmsnorm, matmul_bias_relu, RMSNorm), report, fusion
     xlaport.distributed    launch (per-rank processes), mesh (SPMD on N devices, shards), hlo (collective counts), streams, toy
     xlaport.cost           facts (sourced hardware data), throughput (MFU, cost per unit), breakeven (torch-free)
     xlaport.scan           scan(): CUDA-isms, kernels and recompile risks, static and torch-free; SARIF/JSON/markdown
     xlaport.doctor         diagnose(): scan + ops per target + recompile probe + effort + break-even; HTML report
+    xlaport.zoo            registry (tiny HF configs, random weights, no downloads), sweep (forward / training step / cliff)
     xlaport.models         the chapters' small models: TinyWhisper, GPT, TinyDiT
     xlaport.exercises      checks: the chapters' exercise checkers (Check, check_buckets, check_rewrite, ...)
     xlaport.reference      data files with provenance, api_mapping, and one renderer per generated reference page
