@@ -16,7 +16,8 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
+
+from conftest import toc_files
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -87,23 +88,6 @@ def find_private_mentions(root: Path) -> list[str]:
     return hits
 
 
-def _toc_files(root: Path) -> set[str]:
-    found: set[str] = set()
-
-    def walk(node: object) -> None:
-        if isinstance(node, dict):
-            if "file" in node:
-                found.add(str(node["file"]))
-            for v in node.values():
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    walk(yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8")))
-    return found
-
-
 # ---------------------------------------------------------------- the repository
 
 
@@ -118,7 +102,7 @@ def test_published_files_cite_no_private_material() -> None:
 def test_every_evidence_page_is_in_the_toc() -> None:
     pages = sorted((ROOT / "book" / "evidence").glob("*.md"))
     assert pages, "book/evidence/ has no pages"
-    listed = _toc_files(ROOT)
+    listed = toc_files(ROOT)
     missing = [p.relative_to(ROOT).with_suffix("").as_posix() for p in pages]
     missing = [m for m in missing if m not in listed]
     assert not missing, f"evidence pages missing from _toc.yml: {missing}"

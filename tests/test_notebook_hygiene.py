@@ -6,28 +6,11 @@ from pathlib import Path
 
 import nbformat
 import pytest
-import yaml
+
+from conftest import toc_files
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-
-
-def _toc_files() -> set[str]:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    found: set[str] = set()
-
-    def walk(node: object) -> None:
-        if isinstance(node, dict):
-            if "file" in node:
-                found.add(str(node["file"]))
-            for v in node.values():
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    walk(toc)
-    return found
 
 
 def test_there_are_notebooks() -> None:
@@ -47,7 +30,7 @@ def test_committed_clean(path: Path) -> None:
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_in_toc(path: Path) -> None:
-    assert f"notebooks/{path.stem}" in _toc_files(), f"{path.name} is not in _toc.yml"
+    assert f"notebooks/{path.stem}" in toc_files(), f"{path.name} is not in _toc.yml"
 
 
 def _offered_targets(nb: nbformat.NotebookNode) -> set[str]:
