@@ -272,6 +272,25 @@ def test_reports_table_rows_plot() -> None:
     assert mon.rows()[1]["key"] == "float32[3]" and mon.rows()[1]["label"] == "n=3"
     ax = mon.plot()
     assert ax.get_ylabel() == "step wall time (ms)" and len(ax.lines) == 1
+    # Two series on one Axes: each series' compile circles take its own colour; the legend sits outside the data.
+    import dataclasses
+
+    import matplotlib.colors as mcolors
+    import matplotlib.pyplot as plt
+
+    mon.records[:] = [dataclasses.replace(r, compiles=1) for r in mon.records]  # as if both steps compiled
+    ax = mon.plot()
+    mon.plot(ax=ax, label="again", color="C2")
+    rings = ax.collections
+    assert len(rings) == 2, "each series circles its compiled steps"
+    for line, ring in zip(ax.lines, rings):
+        assert mcolors.same_color(ring.get_edgecolor()[0], line.get_color()), "compile circles in the series' colour"
+    legend = ax.get_legend()
+    texts = [t.get_text() for t in legend.get_texts()]
+    assert texts == ["demo (2 compiled)", "again (2 compiled)", "circled: a step that compiled"], texts
+    ax.figure.canvas.draw()
+    assert legend.get_window_extent().x0 >= ax.get_window_extent().x1, "legend drawn over the data"
+    plt.close("all")
     mon.reset()
     assert mon.records == [] and mon.summary().steps == 0
 

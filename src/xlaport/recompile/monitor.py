@@ -632,33 +632,40 @@ class RecompileMonitor:
         return "\n".join(lines)
 
     def plot(self, ax: Any = None, label: str | None = None, color: str | None = None, logy: bool = True) -> Any:
-        """Step wall time per step, compile steps marked with red dots. Returns the Axes."""
+        """Step wall time per step, steps that compiled circled in the series' own colour. Returns the Axes.
+
+        Call it once per series on the same Axes: the legend sits outside the plotting area (never over the
+        data) and holds one entry per series, "label (N compiled)", plus one entry saying what a circle means.
+        """
         import matplotlib.pyplot as plt
+        from matplotlib.lines import Line2D
+        from matplotlib.ticker import MaxNLocator
 
         if ax is None:
             _, ax = plt.subplots(figsize=(8, 3.2))
         xs = [r.index for r in self.records]
         ys = [r.wall_s * 1e3 for r in self.records]
-        lab = label or self.name or "steps"
-        ax.plot(xs, ys, marker=".", lw=1, color=color, label=lab)
         cx = [r.index for r in self.records if r.compiled]
         cy = [r.wall_s * 1e3 for r in self.records if r.compiled]
+        lab = f"{label or self.name or 'steps'} ({len(cx)} compiled)"
+        (line,) = ax.plot(xs, ys, marker=".", lw=1, color=color, label=lab)
         if cx:
-            ax.scatter(
-                cx,
-                cy,
-                s=40,
-                facecolors="none",
-                edgecolors="red",
-                linewidths=1.5,
-                zorder=3,
-                label=f"{lab}: compiled ({len(cx)})",
-            )
+            ax.scatter(cx, cy, s=46, facecolors="none", edgecolors=line.get_color(), linewidths=1.4, zorder=3)
         if logy:
             ax.set_yscale("log")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("step")
         ax.set_ylabel("step wall time (ms)")
-        ax.legend(loc="best", fontsize=8)
+        handles, labels = ax.get_legend_handles_labels()
+        ring = Line2D([], [], ls="none", marker="o", markersize=7, markerfacecolor="none", markeredgecolor="0.35")
+        ax.legend(
+            [*handles, ring],
+            [*labels, "circled: a step that compiled"],
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            fontsize=8,
+            frameon=False,
+        )
         return ax
 
     def measure_overhead(self, n: int = 200, inputs: Sequence[Any] = ()) -> float:
