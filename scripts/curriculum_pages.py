@@ -62,15 +62,22 @@ SESSIONS: tuple[Session, ...] = (
         "Which ops raise on each target, which attention blocks need a rewrite, and which kernels we port or drop.",
     ),
     Session(
+        "Beyond the forward pass and scale",
+        ("notebooks/beyond_forward", "notebooks/distributed"),
+        (3, 4),
+        "Pack or bucket our training data (and at what row length), the matmul precision our equivalence tests run "
+        "at, which tied weights to re-tie, and how many chips FSDP needs once our stream code is deleted.",
+    ),
+    Session(
         "Audit and decide",
         ("notebooks/audit_your_code", "notebooks/pricing_math", "book/decision_brief"),
-        (3, 4),
+        (3, 4, 5),
         "The three numbers for our project (recompiles after warm-up, raising ops, break-even band) and a go/no-go.",
     ),
     Session(
         "Capstone",
         ("notebooks/capstone",),
-        (5,),
+        (6,),
         "What the port of the sample cost us, and the plan for our own project in the same four steps.",
     ),
 )
@@ -85,7 +92,8 @@ def page_words(page: str, root: Path = ROOT) -> int:
     nb = root / f"{page}.ipynb"
     if nb.exists():
         cells = json.loads(nb.read_text())["cells"]
-        return sum(_words("".join(c["source"])) for c in cells if "remove-cell" not in c["metadata"].get("tags", []))
+        skip = {"remove-cell", "colab-setup"}  # not read on the site, or read only by Colab users
+        return sum(_words("".join(c["source"])) for c in cells if not skip & set(c["metadata"].get("tags", [])))
     md = root / f"{page}.md"
     if md.exists():
         return _words(md.read_text())

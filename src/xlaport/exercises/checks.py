@@ -22,17 +22,23 @@ __all__ = [
     "check_buckets",
     "check_cpu_checkpoint",
     "check_finite_attention",
+    "check_fsdp_chips",
     "check_kernel_port",
     "check_masked_softmax",
+    "check_matmul_precision",
     "check_offsets_fixed",
+    "check_packing",
     "check_padded_unique",
     "check_prompt_buckets",
     "check_rewrite",
     "check_scan_clean",
     "check_static_sampler",
     "check_steady_compiles",
+    "check_stream_port",
+    "check_tied_weights",
     "check_usd_per_million_tokens",
     "check_view_culprits",
+    "fsdp_bytes_per_device",
 ]
 
 NOT_ATTEMPTED = "not attempted: set `answer` in the cell above and run it again"
@@ -605,3 +611,286 @@ def check_scan_clean(source: str | None, rules: Iterable[str]) -> Check:
         f = left[0]
         return _fail(name, f"{len(left)} finding(s) left; first: line {f.line} {f.rule}: {f.snippet.strip()[:60]}")
     return _ok(name, f"no {', '.join(sorted(want))} finding left")
+
+
+# ------------------------------------------------------------------------------------------------ beyond the forward
+def check_packing(
+    lengths: Iterable[int],
+    answer: tuple[int, int] | None,
+    tokens_per_batch: tuple[int, int],
+    max_waste: float,
+    strategy: str = "first_fit",
+) -> Check:
+    """``answer = (row_len, rows_per_batch)`` for packing documents of ``lengths`` whole (never split): one batch
+    shape, ``tokens_per_batch = (least, most)`` positions per batch, and at most ``max_waste`` of them padding.
+
+    The rows are those :func:`xlaport.recompile.packing.pack` builds with ``strategy``; the last batch is filled
+    up with rows of padding, as :func:`~xlaport.recompile.packing.pack_documents` does.
+    """
+    from ..recompile.packing import pack
+
+    name = "packing plan"
+    lens = _ints("lengths", lengths)
+    lo, hi = (int(v) for v in tokens_per_batch)
+    if not 1 <= lo <= hi:
+        raise ValueError(f"tokens_per_batch must be (least, most) with 1 <= least <= most, got {tokens_per_batch!r}")
+    if not 0 <= max_waste < 1:
+        raise ValueError(f"max_waste must be a share in [0, 1), got {max_waste!r}")
+    if answer is None:
+        return _none(name)
+    try:
+        row_len, rows_per_batch = (int(v) for v in answer)
+    except (TypeError, ValueError):
+        return _fail(name, "answer must be (row_len, rows_per_batch), e.g. (128, 2)")
+    if row_len < 1 or rows_per_batch < 1:
+        return _fail(name, f"row_len and rows_per_batch must be positive, got ({row_len}, {rows_per_batch})")
+    longest = max(lens)
+    if longest > row_len:
+        return _fail(
+            name, f"the {longest}-token document does not fit a row of {row_len}: raise row_len (or split documents)"
+        )
+    per_batch = row_len * rows_per_batch
+    if not lo <= per_batch <= hi:
+        return _fail(
+            name,
+            f"{rows_per_batch} x {row_len} = {per_batch} tokens per batch; a step should carry {lo} to {hi}",
+        )
+    rows = pack(lens, row_len, strategy)
+    empty = -len(rows) % rows_per_batch  # rows of padding that fill up the last batch
+    batches = (len(rows) + empty) // rows_per_batch
+    positions = batches * per_batch
+    waste = 1 - sum(lens) / positions
+    if waste > max_waste:
+        slack = len(rows) * row_len - sum(lens)
+        return _fail(
+            name,
+            f"{waste:.0%} of the {positions} positions are padding (limit {max_waste:.0%}): {slack} at the ends of "
+            f"{len(rows)} rows, {empty * row_len} in {empty} empty row(s) filling the last batch",
+        )
+    return _ok(
+        name,
+        f"one shape ({rows_per_batch}, {row_len}) for all {batches} batches, so no compile after the first step; "
+        f"{waste:.0%} padding",
+    )
+
+
+def check_tied_weights(move: Callable[..., Any] | None, build: Callable[[], Any], device: Any) -> Check:
+    """``move(model, device) -> model`` (or ``None``: the model moved in place): every parameter on ``device``, and
+    the parameters that share one tensor on the CPU (tied weights) still share one after the move."""
+    name = "tied weights"
+    ref = build()
+    groups: dict[int, list[str]] = {}
+    for pname, p in ref.named_parameters(remove_duplicate=False):
+        groups.setdefault(id(p), []).append(pname)
+    tied = [names for names in groups.values() if len(names) > 1]
+    if not tied:
+        raise ValueError("the model built has no tied weights: nothing to check")
+    if move is None:
+        return _none(name)
+    model = build()
+    try:
+        out = move(model, device)
+    except Exception as e:
+        return _fail(name, f"raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+    model = model if out is None else out
+    params = dict(model.named_parameters(remove_duplicate=False))
+    want = getattr(device, "type", str(device).split(":")[0])
+    off = [(n, p.device) for n, p in params.items() if p.device.type != want]
+    if off:
+        return _fail(name, f"{off[0][0]} is on {off[0][1]}, not {want}: move the whole model")
+    for names in tied:
+        missing = [n for n in names if n not in params]
+        if missing:
+            return _fail(name, f"parameter {missing[0]} is gone after the move")
+        if len({id(params[n]) for n in names}) > 1:
+            return _fail(
+                name,
+                f"{' and '.join(names)} are {len({id(params[n]) for n in names})} tensors after the move: a training "
+                "step would update them apart; re-tie them after moving (model.tie_weights())",
+            )
+    shared = "; ".join(" = ".join(names) for names in tied)
+    return _ok(
+        name, f"all {len({id(p) for p in params.values()})} parameter tensors on {want}; still one tensor: {shared}"
+    )
+
+
+def check_matmul_precision(
+    forward: Callable[..., Any] | None,
+    model: Any,
+    inputs: Mapping[str, Any],
+    reference: Any,
+    target: Any,
+    tolerance: tuple[float, float],
+) -> Check:
+    """``forward(model, inputs) -> logits`` run on ``target`` with its default float32 matmul precision in effect
+    (:func:`xlaport.numerics.precision.emulate`): the logits pass an ``allclose(atol, rtol)`` test against the float32
+    ``reference`` at ``tolerance``, computed on the model's device (not moved to the CPU first)."""
+    import torch
+
+    from ..numerics import precision
+
+    name = "matmul precision"
+    atol, rtol = (float(v) for v in tolerance)
+    if precision.rule(target) is None:
+        raise ValueError("the target has no matmul_precision rule: pass the tpu profile (xlaport.profile('tpu'))")
+    if forward is None:
+        return _none(name)
+    first = next(iter(model.parameters()))
+    try:
+        with precision.emulate(target) as default, torch.no_grad():
+            out = forward(model, inputs)
+            used = precision.current_mode()
+    except Exception as e:
+        return _fail(name, f"raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+    logits = getattr(out, "logits", out)
+    if logits.device.type != first.device.type:
+        return _fail(name, f"the logits came from {logits.device.type}, not the model's {first.device.type}")
+    c = precision.compare(logits.cpu(), reference)
+    at = "at the device's own setting" if used is None else f"at {used!r} ({precision.PASSES[used]} pass(es))"
+    if not c.passes(atol, rtol):
+        return _fail(
+            name,
+            f"{at} the logits need tolerance {c.tol_needed:.1e}; the test allows atol={atol:g}, rtol={rtol:g}"
+            + (f" ({used!r} is the target's default)" if used is not None and used == default else ""),
+        )
+    return _ok(name, f"{at} the logits need {c.tol_needed:.1e}: within atol={atol:g}, rtol={rtol:g}")
+
+
+# ------------------------------------------------------------------------------------------------ distributed
+def check_stream_port(
+    fn: Callable[..., Any] | None, original: Callable[..., Any], inputs: Sequence[Any], target: str = "tpu"
+) -> Check:
+    """``fn(dm, *inputs)``, a port of the CUDA stream code ``original(dm, *inputs)``: on ``target``'s stream rules
+    (``xlaport.distributed.streams``) no call it makes raises or does nothing, and its outputs equal the
+    original's run in program order (no stream rules: the ``cpu`` profile)."""
+    import torch
+
+    from ..distributed.streams import EmulatedStreams
+    from ..profiles import profile
+
+    name = "stream port"
+    rules = profile(target)
+    ref = original(EmulatedStreams(profile("cpu")), *inputs)
+    want = ref if isinstance(ref, (tuple, list)) else (ref,)
+    if not all(isinstance(w, torch.Tensor) for w in want):
+        raise ValueError("the original stream code must return a tensor or a tuple of tensors")
+    if fn is None:
+        return _none(name)
+    dm = EmulatedStreams(rules)
+    try:
+        got = fn(dm, *inputs)
+    except Exception as e:
+        text = str(e).splitlines()[0] if str(e) else ""
+        if dm.log and dm.log[-1][1] == "raises":  # a stream call the target's rules say raises
+            return _fail(name, f"`{dm.log[-1][0]}` raises {type(e).__name__} on {target}: {text}")
+        return _fail(name, f"raised {type(e).__name__}: {text}")
+    dead = list(dict.fromkeys(c for c, outcome, _ in dm.log if outcome == "no-op"))
+    if dead:
+        return _fail(
+            name,
+            f"{', '.join(f'`{c}`' for c in dead)} {'does' if len(dead) == 1 else 'do'} nothing on {target}: dead "
+            "code that promises an overlap it does not get; delete it",
+        )
+    have = got if isinstance(got, (tuple, list)) else (got,)
+    if len(have) != len(want):
+        return _fail(name, f"{len(have)} output(s), the CUDA version returns {len(want)}")
+    for i, (h, w) in enumerate(zip(have, want)):
+        if not isinstance(h, torch.Tensor) or tuple(h.shape) != tuple(w.shape):
+            return _fail(name, f"output {i}: not a tensor of shape {tuple(w.shape)}")
+        if not w.numel():
+            continue
+        err = float((h.detach().cpu().double() - w.detach().cpu().double()).abs().max())
+        if not math.isfinite(err) or err > 1e-5 * (1 + float(w.detach().abs().max())):
+            return _fail(name, f"output {i} differs from the CUDA version's by {err:.2e}")
+    left = sorted({c for c, _, _ in dm.log})
+    return _ok(
+        name,
+        f"same outputs as the CUDA version; no stream call raises or does nothing on {target}"
+        + (f" ({len(left)} that run left: {', '.join(left)})" if left else " (no stream call left)"),
+    )
+
+
+def _shape(name: str, shape: Any) -> tuple[int, ...]:
+    try:
+        dims = tuple(int(d) for d in shape)
+    except (TypeError, ValueError):
+        raise ValueError(f"parameter {name!r}: shape must be a sequence of whole numbers, got {shape!r}") from None
+    if any(d < 1 for d in dims):
+        raise ValueError(f"parameter {name!r}: dimensions must be positive, got {dims}")
+    return dims
+
+
+def fsdp_bytes_per_device(shapes: Mapping[str, Sequence[int]], n_devices: int, bytes_per_param: float = 4) -> float:
+    """Bytes each device holds when FSDPv2 shards every parameter over ``n_devices`` along its largest dimension
+    (torch_xla's ``shard_maximal``), a shard being ``ceil(dim / n_devices)`` long; ``bytes_per_param`` per element
+    (4 for float32 parameters; 16 with float32 gradients and AdamW's two moments)."""
+    n = int(n_devices)
+    if n < 1:
+        raise ValueError(f"n_devices must be a whole number >= 1, got {n_devices!r}")
+    total = 0
+    for pname, shape in shapes.items():
+        dims = list(_shape(pname, shape))
+        if dims:
+            at = dims.index(max(dims))
+            dims[at] = -(-dims[at] // n)
+        total += math.prod(dims)
+    return total * float(bytes_per_param)
+
+
+def check_fsdp_chips(
+    answer: int | None,
+    shapes: Mapping[str, Sequence[int]],
+    budget_bytes: float,
+    batch: int,
+    state_bytes_per_param: float = 16,
+    gathered_bytes_per_param: float = 4,
+) -> Check:
+    """``answer``: the fewest chips over which FSDP fits a model of parameter ``shapes`` in ``budget_bytes`` per chip.
+
+    Per chip: every parameter's training state (``state_bytes_per_param``, 16 = float32 parameter, gradient and
+    AdamW's two moments) sharded as :func:`fsdp_bytes_per_device` computes, plus the largest parameter gathered
+    whole (``gathered_bytes_per_param``), as FSDP does before a layer uses it. The global ``batch`` must split
+    evenly over the chips.
+    """
+    name = "FSDP chips"
+    if not shapes:
+        raise ValueError("shapes is empty")
+    if not budget_bytes > 0:
+        raise ValueError(f"budget_bytes must be positive, got {budget_bytes!r}")
+    batch = _ints("batch", [batch])[0]
+    largest = max(math.prod(_shape(k, v)) for k, v in shapes.items()) * float(gathered_bytes_per_param)
+
+    def need(n: int) -> float:
+        return fsdp_bytes_per_device(shapes, n, state_bytes_per_param) + largest
+
+    if answer is None:
+        return _none(name)
+    try:
+        n = int(answer)
+    except (TypeError, ValueError):
+        return _fail(name, f"answer must be a whole number of chips, got {answer!r}")
+    if n != answer or n < 1:
+        return _fail(name, f"answer must be a whole number of chips >= 1, got {answer!r}")
+    if batch % n:
+        return _fail(name, f"the global batch of {batch} does not split evenly over {n} chips")
+    gb = 1e9
+    if need(n) > budget_bytes:
+        return _fail(
+            name,
+            f"{need(n) / gb:.1f} GB per chip on {n} chips (sharded state {(need(n) - largest) / gb:.1f} GB + the "
+            f"largest parameter gathered whole {largest / gb:.2f} GB); the budget is {budget_bytes / gb:.1f} GB",
+        )
+    fewer = next((m for m in range(1, n) if batch % m == 0 and need(m) <= budget_bytes), None)
+    if fewer is not None:
+        return _fail(
+            name, f"fits ({need(n) / gb:.1f} GB per chip), but {fewer} chips fit too ({need(fewer) / gb:.1f} GB)"
+        )
+    return _ok(
+        name,
+        f"{n} chips: {need(n) / gb:.1f} GB per chip of a {budget_bytes / gb:.1f} GB budget"
+        + (f"; {prev} chips would need {need(prev) / gb:.1f} GB" if (prev := _smaller_divisor(batch, n)) else ""),
+    )
+
+
+def _smaller_divisor(batch: int, n: int) -> int | None:
+    return next((m for m in range(n - 1, 0, -1) if batch % m == 0), None)
