@@ -29,7 +29,7 @@ from pathlib import Path
 import jupyter_server_mathjax
 import nbformat
 
-from xlaport import reference
+from xlaport import diagrams, reference
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import curriculum_pages
@@ -84,6 +84,7 @@ def stage() -> None:
     generated.mkdir(parents=True, exist_ok=True)
     for page in reference.PAGES:
         (generated / f"{page}.md").write_text(reference.render(page))
+    diagrams.save(diagrams.migration_flowchart(), generated / "figures" / "migration.svg")  # the home page's figure
     curriculum_pages.write(generated)  # the curriculum's session durations and the decision brief's band
     shutil.copytree(MATHJAX, STAGE / "_extra" / "mathjax", ignore=shutil.ignore_patterns("*.md", "LICENSE"))
     shutil.copy2(MATHJAX / "LICENSE", STAGE / "_extra" / "mathjax" / "LICENSE")
