@@ -8,6 +8,7 @@ Module map (torch is imported only by the modules that need it; ``import xlaport
     xlaport.metrics        one reader of backend counters: compiles, executions, transfers, CPU fallbacks
     xlaport.validate       one-line ValueErrors for numbers users pass in (torch-free)
     xlaport.notebook       glue() and timer() for the book's chapters
+    xlaport.diagrams       the book's diagrams, matplotlib only: lazy_vs_eager, fallback_chain, schedule_views, kv_cache, migration_flowchart
 
     xlaport.recompile      monitor (RecompileMonitor), guards (storage-offset guard), buckets, packing, persistent_cache
     xlaport.ops            trace (aten_ops), support (per-target tables), coverage, fallback (CPU-fallback switch), entry
