@@ -27,8 +27,9 @@ Module map (torch is imported only by the modules that need it; ``import xlaport
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_exports
 
 __version__ = "0.1.0"
 __all__ = ["Profile", "Rule", "Target", "TARGET_NAMES", "profile", "target", "__version__"]
@@ -48,13 +49,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from .targets import TARGET_NAMES, Target, target
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'xlaport' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

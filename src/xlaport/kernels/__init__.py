@@ -15,8 +15,9 @@ The concept table (Triton → Pallas → NKI) is :mod:`xlaport.reference.kernel_
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
 
 __all__ = [
     "RMSNorm",
@@ -56,13 +57,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from .report import Sizes, lines_of_code, pallas_report, race_report, triton_report
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'xlaport.kernels' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
