@@ -6,6 +6,8 @@
 * A plot whose alt text would be its file path (what MyST-NB writes for a cell's image output without
   ``mystnb.image.alt`` in the cell metadata) gets "Plot: <its section's title>" instead. A cell can still say
   more with ``{"mystnb": {"image": {"alt": "..."}}}``.
+* A glued number that is exactly zero reads ``0``, not ``0.0e+00``: a format such as ``:.1e`` suits the small errors
+  a chapter measures, but Python writes an exact zero in it as ``0.0e+00``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from docutils import nodes
 from sphinx.application import Sphinx
 
+_EXP_ZERO = re.compile(r"^-?0(\.0*)?e[+-]0+$")
 _PATHLIKE = re.compile(r"(\.(png|jpe?g|svg|gif)$)|(^\.{0,2}/)|(^_images/)", re.I)
 
 
@@ -43,7 +46,14 @@ def _alt_text(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         image["alt"] = f"Plot: {title}" if title else "Plot produced by the code cell above"
 
 
+def _exact_zero(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    for node in list(doctree.findall(nodes.inline)):
+        if "pasted-text" in node.get("classes", []) and _EXP_ZERO.match(node.astext().strip()):
+            node.children = [nodes.Text("0")]
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("html-page-context", _dedupe_scripts)
     app.connect("doctree-resolved", _alt_text)
+    app.connect("doctree-resolved", _exact_zero)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

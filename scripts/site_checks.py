@@ -12,7 +12,10 @@ Executed notebooks (``check_notebook``):
   To show a plain value, ``print`` it with a label, or tag the cell ``show-result``.
 * **noise**: stderr/stdout lines a reader should never see: the build machine's environment warnings
   (``TqdmWarning``, ``No CUDA runtime is found``), ipykernel's temporary file names as call sites
-  (``2997899862.py:14``), and build bookkeeping (``notebook so far: 52 s``). A cell tagged ``show-noise`` may keep them.
+  (``2997899862.py:14``), build bookkeeping (``notebook so far: 52 s``), log lines stamped with the time and the
+  process id (``W1130 21:41:33.918000 4737 ...``: torch's log format), and floats printed with all their digits
+  (``0.0021605609999824082``: a dict or dataclass repr). A cell tagged ``show-noise`` may keep them.
+* **printed table**: a markdown table printed as text; ``display(Markdown(...))`` renders it.
 
 Rendered pages (``check_html``):
 
@@ -20,6 +23,7 @@ Rendered pages (``check_html``):
 * **nan/inf**: ``nan``/``inf`` (Python's float repr) in glued prose (``span.pasted-text``); in a cell's output where
   a measured number belongs (``nan ms``, ``ratio nanx``, a ``nan`` column in a row of numbers). Counts of non-finite
   values and ``NaN``/``inf`` as words, which the numerics chapter teaches, are fine.
+* **exact zero in exponent form**: a glued ``0.0e+00`` (the site's extension writes an exact zero as ``0``).
 * **heading numbered twice**: the book numbers sections ("12.1."), so a heading that starts with its own number reads
   "12.1. 1. Autocast".
 * **emoji**: colour emoji (✅, ❌, ⚠️, ...) show as empty boxes where no emoji font is installed; use text marks.
@@ -44,7 +48,11 @@ NOISE = [
     (re.compile(r"No CUDA runtime is found"), "a CUDA-toolkit warning from the build machine"),
     (re.compile(r"(?<![\w/])\d{6,}\.py:\d+"), "an ipykernel temporary file name as a call site"),
     (re.compile(r"notebook so far:"), "build bookkeeping"),
+    (re.compile(r"(?m)^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ "), "a log line stamped with time and process id"),
+    (re.compile(r"(?<![\w.])\d+\.\d{9,}(?![\w.])"), "a float printed with all its digits (format it)"),
 ]
+# A markdown table printed as text (print(report.to_markdown())): display(Markdown(...)) renders it.
+PRINTED_TABLE = re.compile(r"(?m)^\s*\|.*\|\s*\n\s*\|(\s*:?-{3,}:?\s*\|)+\s*$")
 MACHINE_PATH = re.compile(r"(/work/|/root/|/home/[\w.-]+/|/tmp/ipykernel_|site-packages|/\.venv/)")
 NAN_INF = re.compile(r"(?<![\w.])-?(nan|inf)(?![\w(])")
 # In a cell's output, nan/inf where a measured number belongs: before a unit ("nan ms", "nanx"), or a bare nan
@@ -53,6 +61,7 @@ NAN_AS_NUMBER = re.compile(r"(?<![\w.])-?(nan|inf) ?(ms|s|x|%|tokens/s|GB|MB|GiB
 NAN_COLUMN = re.compile(r"(?m)^(?=(?:.*?\d+\.\d+){2}).*\s(nan)(\s|$)")
 EMOJI = re.compile("[\U0001f300-\U0001faff\u2705\u274c\u274e\u2753-\u2755\u2b50\u2b55]|[\u2600-\u27bf]\ufe0f")
 DOUBLE_NUMBER = re.compile(r"^(\d+\.)+\s+\d+[.)]\s")
+EXP_ZERO = re.compile(r"^-?0(\.0*)?e[+-]0+$")  # _ext/xlaport_site.py writes these as "0"
 RAW_TABLE_LINE = re.compile(r"^\s*\|.*\|\s*$")
 
 
@@ -87,6 +96,8 @@ def check_notebook(nb: dict[str, Any], name: str) -> list[str]:
                     m = pattern.search(text)
                     if m:
                         problems.append(f"{name}: code cell {i} shows {what}: {m.group(0)!r}")
+            if kind == "stream" and PRINTED_TABLE.search(_text(out)):
+                problems.append(f"{name}: code cell {i} prints a markdown table as text (display(Markdown(...)))")
     return problems
 
 
@@ -120,6 +131,8 @@ def check_html(page: str, name: str) -> list[str]:
         m = NAN_INF.search(_visible_text(span))
         if m:
             problems.append(f"{name}: glued prose shows {m.group(0)!r}")
+        if EXP_ZERO.match(_visible_text(span).strip()):
+            problems.append(f"{name}: glued prose shows an exact zero as {_visible_text(span).strip()!r}")
     for out in _outputs(page):
         text = _visible_text(out)
         m = NAN_AS_NUMBER.search(text) or NAN_COLUMN.search(text)

@@ -76,7 +76,7 @@ def test_banner_says_when_a_found_chip_is_outside_the_announced_list(
     _pci(tmp_path, "0000:00:04.0", 0x1AE0, device, "3")
     monkeypatch.setitem(sys.modules, "torch_tpu", types.ModuleType("torch_tpu"))  # what a TPU VM would import
     t = targets.target("tpu", allow_emulation=False)
-    assert not t.emulated and f"real TPU {generation}, 1 chip(s)" in t.banner()
+    assert not t.emulated and f"real TPU {generation}, 1 chip" in t.banner()
     assert ("outside TorchTPU's announced support" in t.banner()) is (not announced)
     if not announced:
         assert detect.TORCHTPU_ANNOUNCED_SOURCE in t.banner()

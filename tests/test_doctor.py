@@ -148,6 +148,17 @@ def test_reports_without_entry(tmp_path: Path) -> None:
     for head in ("# xlaport doctor", "## Scan", "## Effort", "## Break-even"):
         assert head in md
     assert "## Ops per target" not in md and rep.ops is None and rep.probe is None
+    # Inside another page: titles one level down, or bold lines with no heading at all.
+    nested = rep.to_markdown(heading_level=3)
+    assert nested.startswith("### xlaport doctor") and "\n#### Scan\n" in nested
+    bold = rep.to_markdown(heading_level=None)
+    assert not any(line.startswith("#") for line in bold.splitlines()) and "**Scan**" in bold
+    for bad in (0, 6, 2.5, True):
+        with pytest.raises(ValueError, match="heading_level"):
+            rep.to_markdown(heading_level=bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_findings"):
+        rep.to_markdown(max_findings=-1)
+
     page = rep.to_html()
     tags = _Tags()
     tags.feed(page)
@@ -157,6 +168,12 @@ def test_reports_without_entry(tmp_path: Path) -> None:
     data = json.loads(rep.to_json())
     assert data["summary"]["findings"] == len(rep.scan.findings)
     assert data["summary"]["person_weeks"] == pytest.approx(rep.effort.total_weeks, abs=0.01)
+
+
+def test_report_without_findings_says_so(tmp_path: Path) -> None:
+    (tmp_path / "clean.py").write_text("import torch\n\n\ndef f(x):\n    return x + 1\n")
+    md = diagnose(tmp_path).to_markdown()
+    assert "No findings." in md and "| rule | severity |" not in md and "| where |" not in md
 
 
 def test_probe_result_verdicts() -> None:

@@ -33,7 +33,7 @@ def _stream(text: str, name: str = "stderr") -> dict[str, Any]:
 @pytest.mark.parametrize("shown", ["'2.9.0+cu128'", "0", "{'a': 0.1234567890123456}", "<Future at 0x7f state=running>"])
 def test_stray_plain_result_fails(shown: str) -> None:
     problems = sc.check_notebook(_nb("x", [_result(shown)]), "ch.ipynb")
-    assert len(problems) == 1 and "stray result" in problems[0]
+    assert problems and "stray result" in problems[0]
 
 
 def test_rich_or_tagged_result_passes() -> None:
@@ -72,6 +72,47 @@ def test_nan_in_glued_prose_fails(value: str) -> None:
     page = _page(f'<p>the ratio is <span class="pasted-text">{value}</span>x</p>')
     assert any("glued prose" in p for p in sc.check_html(page, "p.html"))
     assert sc.check_html(_page('<p>the ratio is <span class="pasted-text">12.5</span>x</p>'), "p.html") == []
+
+
+@pytest.mark.parametrize("value", ["0e+00", "0.0e+00", "-0.00e+00"])
+def test_exact_zero_in_exponent_form_fails(value: str) -> None:
+    page = _page(f'<p>it matches to <span class="pasted-text">{value}</span></p>')
+    assert any("exact zero" in p for p in sc.check_html(page, "p.html"))
+    fine = _page('<p>it matches to <span class="pasted-text">2.0e-07</span> and <span class="pasted-text">0</span></p>')
+    assert sc.check_html(fine, "p.html") == []
+
+
+def test_the_site_extension_writes_an_exact_zero_as_0() -> None:
+    from docutils import nodes
+
+    sys.path.insert(0, str(ROOT / "_ext"))
+    import xlaport_site
+
+    doc = nodes.paragraph()
+    for text in ("0.0e+00", "2.0e-07", "0e+00"):
+        doc += nodes.inline(text, text, classes=["pasted-text"])
+    xlaport_site._exact_zero(None, doc, "p")  # type: ignore[arg-type]
+    assert [n.astext() for n in doc.children] == ["0", "2.0e-07", "0"]
+
+
+def test_printed_markdown_table_and_stamped_log_lines_fail() -> None:
+    def nb(text: str, name: str = "stdout") -> dict:
+        return {
+            "cells": [
+                {
+                    "cell_type": "code",
+                    "metadata": {},
+                    "outputs": [{"output_type": "stream", "name": name, "text": text}],
+                }
+            ]
+        }
+
+    assert any("markdown table" in p for p in sc.check_notebook(nb("| a | b |\n|---|---:|\n| 1 | 2 |\n"), "n"))
+    stamped = "W1130 21:41:33.918000 4737 torch/_dynamo/convert_frame.py:1358] [0/8] hit config.recompile_limit (8)\n"
+    assert any("time and process id" in p for p in sc.check_notebook(nb(stamped, "stderr"), "n"))
+    assert any("all its digits" in p for p in sc.check_notebook(nb("{'s': 0.0021605609999824082}\n"), "n"))
+    clean = "WARNING torch._dynamo.convert_frame: hit config.recompile_limit (8)\nstep 0.0022 s\n"
+    assert sc.check_notebook(nb(clean), "n") == []
 
 
 def _output(text: str) -> str:

@@ -6,14 +6,18 @@
 
 Importing this module also keeps the build machine out of what a reader sees (:func:`reader_friendly_logs`):
 PyTorch's log lines name a function's file as ``basename.py`` (a notebook cell as ``<cell>``) instead of an absolute
-path, and two environment warnings that say nothing about the lesson (tqdm's "IProgress not found" without
-ipywidgets, torch's "No CUDA runtime is found" on a machine without CUDA) are not shown.
+path, each torch log line starts with its level and logger (``WARNING torch._dynamo.convert_frame: ...``) rather
+than torch's time stamp, process id and source line (``W1130 21:41:33.918000 4737 torch/_dynamo/...:1358]``), and
+two environment warnings that say nothing about the lesson (tqdm's "IProgress not found" without ipywidgets, torch's
+"No CUDA runtime is found" on a machine without CUDA) are not shown.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
+import sys
 import time
 import warnings
 from collections.abc import Iterator
@@ -21,11 +25,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["glue", "timer", "Timing", "reader_friendly_logs"]
+from .text import plural, sci
+
+__all__ = ["glue", "plural", "sci", "timer", "Timing", "reader_friendly_logs"]
 
 _CELL_FILE = re.compile(r"/[^\s'\"():]*/ipykernel_\d+/\d+\.py")
 _ABS_FILE = re.compile(r"(?<![\w.])/(?:[^\s'\"():/]+/)+([^\s'\"():/]+\.py)")
 _installed = False
+# Torch's own switch for its log format (torch/_logging/_internal.py, TORCH_LOGS_FORMAT); read when torch starts.
+TORCH_LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
 
 
 def _shorten(text: str) -> str:
@@ -53,6 +61,16 @@ def reader_friendly_logs() -> None:
         return record
 
     logging.setLogRecordFactory(factory)
+    os.environ.setdefault("TORCH_LOGS_FORMAT", TORCH_LOG_FORMAT)  # torch not started yet, or a child process
+    internal = sys.modules.get("torch._logging._internal")
+    if internal is not None:  # torch already started: its handlers hold the stamped formatter
+        formatter = logging.Formatter(os.environ["TORCH_LOGS_FORMAT"])
+        if hasattr(internal, "DEFAULT_FORMATTER"):  # used again whenever torch sets its logs up anew
+            setattr(internal, "DEFAULT_FORMATTER", formatter)  # noqa: B010
+        for name in internal.log_registry.get_log_qnames():
+            for handler in logging.getLogger(name).handlers:
+                if getattr(handler, "formatter", None).__class__.__name__ == "TorchLogsFormatter":
+                    handler.setFormatter(formatter)
     logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # "No CUDA runtime is found"
     warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm.auto without ipywidgets
 

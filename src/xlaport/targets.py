@@ -27,6 +27,7 @@ import torch
 
 from . import detect, metrics
 from .profiles import Profile, profile
+from .text import plural
 
 __all__ = ["Target", "target", "TARGET_NAMES", "xla_device"]
 
@@ -243,7 +244,7 @@ def _tpu_target(p: Profile, allow_emulation: bool) -> Target:
         import torch_tpu  # noqa: F401  (registers the 'tpu' device)
 
         gens = sorted({c.generation for c in chips})
-        detail = f"real TPU {'/'.join(gens)}, {len(chips)} chip(s)"
+        detail = f"real TPU {'/'.join(gens)}, {plural(len(chips), 'chip')}"
         unannounced = sorted({c.generation for c in chips if not c.announced})
         if unannounced:
             announced = ", ".join(sorted(detect.TORCHTPU_ANNOUNCED))
@@ -261,7 +262,12 @@ def _neuron_target(p: Profile, allow_emulation: bool) -> Target:
     devs = detect.neuron_devices()
     if devs and detect.neuron_importable():
         return Target(
-            "neuron", _real_device(p), False, p, p.compile_backend, f"real Trainium, {len(devs)} Neuron device(s)"
+            "neuron",
+            _real_device(p),
+            False,
+            p,
+            p.compile_backend,
+            f"real Trainium, {plural(len(devs), 'Neuron device')}",
         )
     if not allow_emulation:
         raise RuntimeError("no Trainium found (/dev/neuron* with torch_neuronx installed)")

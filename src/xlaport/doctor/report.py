@@ -157,11 +157,25 @@ class Report:
         return json.dumps(self.to_dict(), indent=2, default=_json_default)
 
     # ------------------------------------------------------------------ markdown
-    def to_markdown(self, max_findings: int = 50) -> str:
+    def to_markdown(self, max_findings: int = 50, heading_level: int | None = 1) -> str:
+        """The report as markdown. ``heading_level`` is the title's level (sections one below it); ``None`` writes
+        titles as bold lines, for a report shown inside another page (a notebook cell's output)."""
+        if isinstance(max_findings, bool) or not isinstance(max_findings, int) or max_findings < 0:
+            raise ValueError(f"max_findings must be a whole number >= 0, got {max_findings!r}")
+        if heading_level is not None and (
+            isinstance(heading_level, bool) or not isinstance(heading_level, int) or not 1 <= heading_level <= 5
+        ):
+            raise ValueError(f"heading_level must be 1 to 5, or None for bold titles, got {heading_level!r}")
+
+        def h(text: str, sub: bool = True) -> str:
+            if heading_level is None:
+                return f"**{text}**"
+            return "#" * (heading_level + sub) + " " + text
+
         s, e = self.scan, self.effort
         sev = s.by_severity()
         L = [
-            f"# xlaport doctor: {self.path}",
+            h(f"xlaport doctor: {self.path}", sub=False),
             "",
             f"**{len(s.findings)} findings** ({sev['error']} errors, {sev['warning']} warnings, {sev['note']} notes) in "
             f"{s.files} files and {s.lines:,} lines; {e.kernels} custom kernels ({e.kernel_lines} lines); "
@@ -171,21 +185,26 @@ class Report:
             L += ["", f"Recompile probe on `{self.probe.target}`: {self.probe.verdict()}."]
         if self.cost is not None:
             L += ["", f"Break-even: {_months(self.cost['break_even_months'])}; verdict **{self.cost['verdict']}**."]
-        L += ["", "## Scan", "", "| rule | severity | findings | fix | chapter |", "|---|---|---:|---|---|"]
+        L += ["", h("Scan"), ""]
         from ..scan import rule
 
-        for rid, n in s.counts().items():
-            ru = rule(rid)
-            L.append(f"| `{rid}` | {ru.severity} | {n} | {_md(ru.fix)} | {_md(', '.join(ru.docs)) or '–'} |")
-        L += ["", "| where | severity | rule | what |", "|---|---|---|---|"]
-        for f in s.findings[:max_findings]:
-            L.append(f"| `{_md(f.path)}:{f.line}` | {f.severity} | `{f.rule}` | {_md(f.message)} |")
-        if len(s.findings) > max_findings:
-            L.append(f"| … | | | {len(s.findings) - max_findings} more |")
+        if not s.findings:
+            L.append("No findings.")
+        else:
+            L += ["| rule | severity | findings | fix | chapter |", "|---|---|---:|---|---|"]
+            for rid, n in s.counts().items():
+                ru = rule(rid)
+                L.append(f"| `{rid}` | {ru.severity} | {n} | {_md(ru.fix)} | {_md(', '.join(ru.docs)) or '–'} |")
+        if s.findings and max_findings:
+            L += ["", "| where | severity | rule | what |", "|---|---|---|---|"]
+            for f in s.findings[:max_findings]:
+                L.append(f"| `{_md(f.path)}:{f.line}` | {f.severity} | `{f.rule}` | {_md(f.message)} |")
+            if len(s.findings) > max_findings:
+                L.append(f"| … | | | {len(s.findings) - max_findings} more |")
         if s.warnings:
             L += ["", "Not scanned: " + "; ".join(f"`{_md(w.path)}` ({_md(w.reason)})" for w in s.warnings)]
         if self.ops is not None:
-            L += ["", "## Ops per target", ""]
+            L += ["", h("Ops per target"), ""]
             if self.ops.error:
                 L.append(f"Could not trace `{self.ops.entry}`: {self.ops.error}")
             else:
@@ -198,11 +217,13 @@ class Report:
                 ]
                 for t, counts in self.ops.per_target.items():
                     L.append(f"| {t} | " + " | ".join(str(counts.get(st, 0)) for st in _STATUSES) + " |")
+                if any(self.ops.problems.values()):
+                    L.append("")  # a list right after a table would be read as one more row
                 for t, rows in self.ops.problems.items():
                     for row in rows:
                         L.append(f"- {t}: `{row['op']}` {row['status']} ({_md(row['via'])}) at {_md(row['site'])}")
         if self.probe is not None:
-            L += ["", f"## Recompile probe ({self.probe.target})", ""]
+            L += ["", h(f"Recompile probe ({self.probe.target})"), ""]
             if self.probe.banner:
                 L += [f"Backend: {_md(self.probe.banner.splitlines()[0])}", ""]
             if self.probe.error:
@@ -222,7 +243,7 @@ class Report:
                 L += ["", self.probe.verdict() + "."]
         L += [
             "",
-            "## Effort",
+            h("Effort"),
             "",
             "| class | findings | units | person-weeks per unit | person-weeks |",
             "|---|---:|---:|---:|---:|",
@@ -236,7 +257,7 @@ class Report:
         L += ["", "Assumptions (override in `[tool.xlaport.effort]` or with `--assume KEY=VALUE`):", ""]
         L += [f"- `{a.key}` = {a.value:g} {a.unit}: {a.what} ({a.source})" for a in e.assumptions]
         if self.cost is not None:
-            L += ["", "## Break-even", "", "| | |", "|---|---|"]
+            L += ["", h("Break-even"), "", "| | |", "|---|---|"]
             for k, v in _cost_rows(self.cost):
                 L.append(f"| {k} | {_md(v)} |")
         L += ["", "Times: " + ", ".join(f"{k} {v:.1f} s" for k, v in self.timings.items()) + "."]

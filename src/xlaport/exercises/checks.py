@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..text import plural, sci
+
 __all__ = [
     "Check",
     "NOT_ATTEMPTED",
@@ -137,7 +139,8 @@ def check_steady_compiles(compiled_per_step: Sequence[int | None] | None, warm: 
     if n > budget:
         where = ", ".join(str(i) for i in list(late)[:5])
         return _fail(
-            name, f"{n} programs compiled after warm-up (budget {budget}), at step(s) {where}: a new input shape"
+            name,
+            f"{n} programs compiled after warm-up (budget {budget}), at {'step' if len(late) == 1 else 'steps'} {where}: a new input shape",
         )
     return _ok(name, f"{n} programs compiled after the {warm} warm-up steps (budget {budget})")
 
@@ -208,7 +211,9 @@ def check_prompt_buckets(
     used = sorted({next(b for b in bks if b >= n) for n in lens})
     if len(used) > budget:
         return _fail(name, f"{len(used)} prefill programs (buckets {used}); the budget is {budget}")
-    return _ok(name, f"{len(used)} prefill program(s) for buckets {used}, one decode program for a cache of {max_len}")
+    return _ok(
+        name, f"{plural(len(used), 'prefill program')} for buckets {used}, one decode program for a cache of {max_len}"
+    )
 
 
 # ------------------------------------------------------------------------------------------------ ops
@@ -297,7 +302,7 @@ def check_rewrite(
                 name, f"on {target}: {', '.join(bad)} {cov[bad[0]].status}; rewrite it with ops the target has"
             )
     del torch
-    return _ok(name, f"matches the reference to {err:.1e}; every op runs on {' and '.join(targets)}")
+    return _ok(name, f"matches the reference to {sci(err)}; every op runs on {' and '.join(targets)}")
 
 
 def check_padded_unique(fn: Callable[..., Any] | None, batches: Sequence[Any], target: str = "tpu") -> Check:
@@ -413,7 +418,7 @@ def check_finite_attention(
     err = float((out.detach().double() - reference.detach().double()).abs().max())
     if err > atol:
         return _fail(name, f"finite, but {err:.2e} from the fp32 reference (tolerance {atol:.0e})")
-    return _ok(name, f"forward and gradients finite in {out.dtype}, {err:.1e} from the fp32 reference")
+    return _ok(name, f"forward and gradients finite in {out.dtype}, {sci(err)} from the fp32 reference")
 
 
 def check_masked_softmax(softmax: Callable[..., Any] | None, scores: Any, keep: Any) -> Check:
@@ -432,7 +437,7 @@ def check_masked_softmax(softmax: Callable[..., Any] | None, scores: Any, keep: 
         return _fail(name, f"raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
     none_kept = ~keep.any(-1)
     if not _finite(p):
-        return _fail(name, f"{int(none_kept.sum())} fully masked row(s) give non-finite probabilities")
+        return _fail(name, f"{plural(int(none_kept.sum()), 'fully masked row')} give non-finite probabilities")
     if not _finite(s.grad):
         return _fail(name, "forward finite, but the gradient through a fully masked row is NaN")
     if bool((p[none_kept.expand_as(p[..., 0])] != 0).any()):
@@ -443,7 +448,8 @@ def check_masked_softmax(softmax: Callable[..., Any] | None, scores: Any, keep: 
     if err > 1e-3:
         return _fail(name, f"rows with kept keys are {err:.2e} from a softmax over the kept positions")
     return _ok(
-        name, f"{int(none_kept.sum())} fully masked row(s) give 0, gradients finite, other rows exact to {err:.0e}"
+        name,
+        f"{plural(int(none_kept.sum()), 'fully masked row')} give 0, gradients finite, other rows exact to {sci(err, 0)}",
     )
 
 
@@ -483,7 +489,7 @@ def check_kernel_port(
         if not math.isfinite(gerr) or gerr > tol:
             return _fail(name, f"gradient of input {i}: max |error| {gerr:.2e} > {tol:.0e}")
         worst = max(worst, gerr)
-    return _ok(name, f"forward {err:.1e}, gradients {worst:.1e} from the reference (tolerance {tol:.0e})")
+    return _ok(name, f"forward {sci(err)}, gradients {sci(worst)} from the reference (tolerance {tol:.0e})")
 
 
 def check_block_shape(
@@ -609,7 +615,9 @@ def check_scan_clean(source: str | None, rules: Iterable[str]) -> Check:
     left = [f for f in scan_source(source) if f.rule in want]
     if left:
         f = left[0]
-        return _fail(name, f"{len(left)} finding(s) left; first: line {f.line} {f.rule}: {f.snippet.strip()[:60]}")
+        return _fail(
+            name, f"{plural(len(left), 'finding')} left; first: line {f.line} {f.rule}: {f.snippet.strip()[:60]}"
+        )
     return _ok(name, f"no {', '.join(sorted(want))} finding left")
 
 
@@ -665,7 +673,7 @@ def check_packing(
         return _fail(
             name,
             f"{waste:.0%} of the {positions} positions are padding (limit {max_waste:.0%}): {slack} at the ends of "
-            f"{len(rows)} rows, {empty * row_len} in {empty} empty row(s) filling the last batch",
+            f"{len(rows)} rows, {empty * row_len} in {plural(empty, 'empty row')} filling the last batch",
         )
     return _ok(
         name,
@@ -746,14 +754,18 @@ def check_matmul_precision(
     if logits.device.type != first.device.type:
         return _fail(name, f"the logits came from {logits.device.type}, not the model's {first.device.type}")
     c = precision.compare(logits.cpu(), reference)
-    at = "at the device's own setting" if used is None else f"at {used!r} ({precision.PASSES[used]} pass(es))"
+    at = (
+        "at the device's own setting"
+        if used is None
+        else f"at {used!r} ({plural(precision.PASSES[used], 'pass', 'passes')})"
+    )
     if not c.passes(atol, rtol):
         return _fail(
             name,
             f"{at} the logits need tolerance {c.tol_needed:.1e}; the test allows atol={atol:g}, rtol={rtol:g}"
             + (f" ({used!r} is the target's default)" if used is not None and used == default else ""),
         )
-    return _ok(name, f"{at} the logits need {c.tol_needed:.1e}: within atol={atol:g}, rtol={rtol:g}")
+    return _ok(name, f"{at} the logits need {sci(c.tol_needed)}: within atol={atol:g}, rtol={rtol:g}")
 
 
 # ------------------------------------------------------------------------------------------------ distributed
@@ -793,7 +805,7 @@ def check_stream_port(
         )
     have = got if isinstance(got, (tuple, list)) else (got,)
     if len(have) != len(want):
-        return _fail(name, f"{len(have)} output(s), the CUDA version returns {len(want)}")
+        return _fail(name, f"{plural(len(have), 'output')}, the CUDA version returns {len(want)}")
     for i, (h, w) in enumerate(zip(have, want)):
         if not isinstance(h, torch.Tensor) or tuple(h.shape) != tuple(w.shape):
             return _fail(name, f"output {i}: not a tensor of shape {tuple(w.shape)}")

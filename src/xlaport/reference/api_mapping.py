@@ -22,6 +22,7 @@ from functools import cache
 from typing import Any
 
 from . import data_text
+from .cite import source_md
 
 __all__ = [
     "STATUSES",
@@ -197,8 +198,7 @@ def _code(s: str) -> str:
 
 
 def _source(s: str) -> str:
-    s = _esc(s)
-    return re.sub(r"(https?://\S+)", r"<\1>", s)
+    return source_md(s, in_table=True)
 
 
 def _cell(c: Cell) -> str:

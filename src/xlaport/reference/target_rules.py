@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..profiles import profile, profile_names
+from .cite import source_md
 
 __all__ = ["render"]
 
@@ -30,7 +31,7 @@ def render() -> str:
         lines += ["| rule | kind | behaviour | source |", "|---|---|---|---|"]
         for r in p.rules:
             summary = r.summary.replace("|", "\\|")
-            source = r.source.replace("|", "\\|")
+            source = source_md(r.source, in_table=True)
             lines.append(f"| `{r.id}` | {r.kind} | {summary} | {source} |")
         lines.append("")
     return "\n".join(lines)

@@ -47,6 +47,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from .. import metrics
+from ..text import plural
 from ..validate import integer, number, positive
 from . import registry
 from .registry import _one_line
@@ -242,7 +243,7 @@ class ModelResult:
             elif st.ran and not st.passed and "outside" in st.why:
                 out.append(f"{name}: outside tolerance")
             if st.raises:
-                out.append(f"{name}: {len(st.raises)} op(s) raise")
+                out.append(f"{name}: {plural(len(st.raises), 'op')} {'raises' if len(st.raises) == 1 else 'raise'}")
         if self.varied_error:
             out.append(f"varied: {_short(self.varied_error)}")
         return "; ".join(dict.fromkeys(out))
@@ -378,7 +379,11 @@ class SweepResult:
                 f"{t} ({s['kind']}{p}): forward {s['forward_pass']}/{s['models']}, training step "
                 f"{s['train_pass']}/{s['models']}, varied lengths without a cliff {s['no_cliff']}/{s['models']} "
                 f"(median varied/fixed throughput {_num(s['median_ratio'], '.2f')})"
-                + (f"; {s['emulator_faults']} failure(s) caused by the emulator itself" if s["emulator_faults"] else "")
+                + (
+                    f"; {plural(s['emulator_faults'], 'failure')} caused by the emulator itself"
+                    if s["emulator_faults"]
+                    else ""
+                )
             )
         lines.append(f"sweep wall time {self.wall_s:.0f} s")
         return "\n".join(lines)
@@ -619,7 +624,7 @@ def run_model(
             tr.passed = finite and close and changed and not tr.raises and not untied
             tr.why = _why(finite, close, tr.raises, atol, rtol, grad=gc.rel_l2) + ("" if changed else "; no update")
             if res.untied:
-                tr.why += f"; tied weights came apart in .to(device) ({res.untied} tensor(s))" + (
+                tr.why += f"; tied weights came apart in .to(device) ({plural(res.untied, 'tensor')})" + (
                     ", re-tied with model.tie_weights()" if config.retie else ": call model.tie_weights() after moving"
                 )
         except Exception as e:

@@ -1,0 +1,28 @@
+"""Words for numbers in messages and glued prose (torch-free)."""
+
+from __future__ import annotations
+
+__all__ = ["plural", "sci"]
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``"1 op"``, ``"3 ops"``, ``"0 ops"``: a count with its noun in the right number.
+
+    ``many`` is the plural when adding ``s`` is wrong (``plural(2, "pass", "passes")``).
+    """
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise ValueError(f"plural() counts whole numbers, got {n!r}")
+    if not word:
+        raise ValueError("plural() needs a word")
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
+
+
+def sci(x: float, digits: int = 1) -> str:
+    """A small error or difference in scientific notation (``"2.3e-07"``), and an exact zero as ``"0"``.
+
+    Written for prose: ``f"{0.0:.1e}"`` reads ``0.0e+00``.
+    """
+    if isinstance(digits, bool) or not isinstance(digits, int) or digits < 0:
+        raise ValueError(f"digits must be a whole number >= 0, got {digits!r}")
+    x = float(x)
+    return "0" if x == 0 else f"{x:.{digits}e}"
