@@ -7,7 +7,8 @@ Module map (torch is imported only by the modules that need it; ``import xlaport
     xlaport.detect         find TPUs (PCI scan), Trainium and CUDA without starting any of them
     xlaport.metrics        one reader of backend counters: compiles, executions, transfers, CPU fallbacks
     xlaport.validate       one-line ValueErrors for numbers users pass in (torch-free)
-    xlaport.notebook       glue() and timer() for the book's chapters
+    xlaport.notebook       glue(), plural(), sci() and timer() for the book's chapters; reader-friendly torch logs
+    xlaport.text           plural() and sci(): counts and small numbers written for prose (torch-free)
     xlaport.diagrams       the book's diagrams, matplotlib only: lazy_vs_eager, fallback_chain, schedule_views, kv_cache, migration_flowchart
 
     xlaport.recompile      monitor (RecompileMonitor), guards (storage-offset guard), buckets, packing, persistent_cache
@@ -21,7 +22,7 @@ Module map (torch is imported only by the modules that need it; ``import xlaport
     xlaport.zoo            registry (tiny HF configs, random weights, no downloads), sweep (forward / training step / cliff)
     xlaport.models         the chapters' small models: TinyWhisper, GPT, TinyDiT
     xlaport.exercises      checks: the chapters' exercise checkers (Check, check_buckets, check_rewrite, ...)
-    xlaport.reference      data files with provenance, api_mapping, and one renderer per generated reference page
+    xlaport.reference      data files with provenance, api_mapping, cite (source_md), one renderer per generated page
     xlaport.cli            the ``xlaport`` command: one module per subcommand, loaded lazily
 """
 
