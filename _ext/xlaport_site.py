@@ -18,7 +18,8 @@ from typing import Any
 from docutils import nodes
 from sphinx.application import Sphinx
 
-_EXP_ZERO = re.compile(r"^-?0(\.0*)?e[+-]0+$")
+from xlaport.text import is_exact_zero_in_e
+
 _PATHLIKE = re.compile(r"(\.(png|jpe?g|svg|gif)$)|(^\.{0,2}/)|(^_images/)", re.I)
 
 
@@ -48,7 +49,7 @@ def _alt_text(app: Sphinx, doctree: nodes.document, docname: str) -> None:
 
 def _exact_zero(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     for node in list(doctree.findall(nodes.inline)):
-        if "pasted-text" in node.get("classes", []) and _EXP_ZERO.match(node.astext().strip()):
+        if "pasted-text" in node.get("classes", []) and is_exact_zero_in_e(node.astext()):
             node.children = [nodes.Text("0")]
 
 

@@ -13,6 +13,7 @@ writes; run ``python scripts/colab_cell.py`` after changing the URL, a pin or th
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import re
 import sys
@@ -20,11 +21,14 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from nbfiles import chapters, dump, source_lines
+from xlaport import detect
+
 ROOT = Path(__file__).resolve().parents[1]
 TAG = "colab-setup"
 # What a chapter imports beyond the toolkit's own dependencies, pinned as requirements.txt pins them.
 EMULATOR_PACKAGES = ("torch", "torch_xla", "jax", "jaxlib", "transformers", "tokenizers", "diffusers", "scikit-learn")
-GOOGLE_PCI_VENDOR = "0x1ae0"  # xlaport.detect.GOOGLE_PCI_VENDOR; tests/test_colab_cell.py checks they agree
+GOOGLE_PCI_VENDOR = f"{detect.GOOGLE_PCI_VENDOR:#06x}"  # "0x1ae0", as sysfs writes it
 
 
 def repository_url(root: Path = ROOT) -> str:
@@ -50,11 +54,6 @@ def emulator_pins(root: Path = ROOT) -> list[str]:
     if missing:
         raise SystemExit(f"requirements.txt pins none of: {', '.join(missing)}")
     return [pins[p.lower()] for p in EMULATOR_PACKAGES]
-
-
-def _lines(text: str) -> list[str]:
-    parts = text.strip("\n").split("\n")
-    return [p + "\n" for p in parts[:-1]] + [parts[-1]]
 
 
 def cells(root: Path = ROOT) -> list[dict[str, Any]]:
@@ -86,14 +85,19 @@ if "google.colab" in sys.modules and importlib.util.find_spec("xlaport") is None
     os.kill(os.getpid(), 9)'''
     meta = {"tags": [TAG]}
     return [
-        {"cell_type": "markdown", "id": "colab-setup-md", "metadata": meta, "source": _lines(markdown)},
+        {
+            "cell_type": "markdown",
+            "id": "colab-setup-md",
+            "metadata": meta,
+            "source": source_lines(markdown.strip("\n")),
+        },
         {
             "cell_type": "code",
             "execution_count": None,
             "id": "colab-setup-code",
             "metadata": {"tags": [TAG, "hide-input"]},
             "outputs": [],
-            "source": _lines(code),
+            "source": source_lines(code.strip("\n")),
         },
     ]
 
@@ -114,12 +118,8 @@ def apply(nb: dict[str, Any], setup: list[dict[str, Any]]) -> dict[str, Any]:
     if clash:
         raise SystemExit(f"cell id(s) {clash} already used by other cells")
     out = dict(nb)
-    out["cells"] = [body[0], *json.loads(json.dumps(setup)), *body[1:]]
+    out["cells"] = [body[0], *copy.deepcopy(setup), *body[1:]]
     return out
-
-
-def _dump(nb: dict[str, Any]) -> str:
-    return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -129,9 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     setup = cells()
     stale = []
-    for path in args.notebooks or sorted((ROOT / "notebooks").glob("*.ipynb")):
+    for path in args.notebooks or chapters():
         nb = json.loads(path.read_text())
-        new = _dump(apply(nb, setup))
+        new = dump(apply(nb, setup))
         if new != path.read_text():
             stale.append(path.name)
             if not args.check:

@@ -17,11 +17,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from nbfiles import INLINE_MARKUP, chapters, dump, source_lines
+
 ROOT = Path(__file__).resolve().parents[1]
-# Spans a link must never go into: code, roles ({doc}`x`, {glue:text}`k`), links, maths, HTML, URLs.
-_PROTECTED = re.compile(
-    r"\{[^}]*\}`[^`]*`|`+[^`]*`+|!?\[[^\]]*\]\([^)]*\)|<https?://[^>]*>|\$\$?[^$]*\$\$?|<[^>\n]+>|https?://\S+"
-)
+# Spans a link must never go into: the inline markup that is not prose, and HTML tags.
+_PROTECTED = re.compile("|".join([*(p.pattern for p in INLINE_MARKUP), r"<[^>\n]+>"]))
 _SKIP_LINE = re.compile(r"^\s*(#|```|:::|:[\w-]+:|\|)")  # headings, fences, directive options, table rows
 
 
@@ -102,9 +102,7 @@ def link(nb: dict[str, Any], vocabulary: list[str]) -> list[str]:
                 role = f"{{term}}`{word}`" if word == term else f"{{term}}`{word} <{term}>`"
                 lines[li] = line[: m.start()] + role + line[m.end() :]
                 break
-        text = "\n".join(lines)
-        parts = text.split("\n")
-        cell["source"] = [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+        cell["source"] = source_lines("\n".join(lines))
         done.append(term)
     return done
 
@@ -116,14 +114,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     vocabulary = terms()
     missing = []
-    for path in args.notebooks or sorted((ROOT / "notebooks").glob("*.ipynb")):
+    for path in args.notebooks or chapters():
         nb = json.loads(path.read_text())
         if args.check:
             missing += [f"{path.stem}: {t}" for t, (_, _, ok) in first_uses(nb, vocabulary).items() if not ok]
             continue
         linked = link(nb, vocabulary)
         if linked:
-            path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+            path.write_text(dump(nb))
             print(f"{path.stem}: linked {', '.join(linked)}")
     if missing:
         print("first uses not linked to the glossary:\n  " + "\n  ".join(missing))

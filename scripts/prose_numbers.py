@@ -27,15 +27,12 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from nbfiles import INLINE_MARKUP
+
 ROOT = Path(__file__).resolve().parents[1]
 ALLOW_FILE = ROOT / "scripts" / "prose_numbers.toml"
 
 _FENCE = re.compile(r"^(`{3,}|~{3,}).*?^\1[ \t]*$", re.S | re.M)
-_ROLE = re.compile(r"\{[\w:.-]+\}`[^`]*`")
-_CODE = re.compile(r"``[^`]+``|`[^`\n]*`")
-_MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$", re.S)
-_LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\([^)]*\)")
-_URL = re.compile(r"<?https?://[^\s>)]+>?")
 _REF_TARGET = re.compile(r"^\([\w:.-]+\)=\s*$", re.M)
 _DIRECTIVE_LINE = re.compile(r"^\s*(?::{3,}|`{3,})\{?[\w:-]*\}?.*$|^\s*:[\w-]+:.*$", re.M)
 _LIST_MARKER = re.compile(r"^\s*\d+\.\s", re.M)
@@ -76,11 +73,7 @@ def strip_allowed(md: str) -> str:
     """The markdown with every place a number may appear freely blanked out."""
     for pattern in (
         _FENCE,
-        _ROLE,
-        _CODE,
-        _MATH,
-        _LINK,
-        _URL,
+        *INLINE_MARKUP,
         _REF_TARGET,
         _DIRECTIVE_LINE,
         _TABLE_RULE,

@@ -39,6 +39,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from xlaport.text import is_exact_zero_in_e
+
 SHOW_RESULT = "show-result"
 SHOW_NOISE = "show-noise"
 SKIP_TAGS = {"skip-execution", "remove-cell", "remove-output"}
@@ -61,7 +63,6 @@ NAN_AS_NUMBER = re.compile(r"(?<![\w.])-?(nan|inf) ?(ms|s|x|%|tokens/s|GB|MB|GiB
 NAN_COLUMN = re.compile(r"(?m)^(?=(?:.*?\d+\.\d+){2}).*\s(nan)(\s|$)")
 EMOJI = re.compile("[\U0001f300-\U0001faff\u2705\u274c\u274e\u2753-\u2755\u2b50\u2b55]|[\u2600-\u27bf]\ufe0f")
 DOUBLE_NUMBER = re.compile(r"^(\d+\.)+\s+\d+[.)]\s")
-EXP_ZERO = re.compile(r"^-?0(\.0*)?e[+-]0+$")  # _ext/xlaport_site.py writes these as "0"
 RAW_TABLE_LINE = re.compile(r"^\s*\|.*\|\s*$")
 
 
@@ -131,7 +132,7 @@ def check_html(page: str, name: str) -> list[str]:
         m = NAN_INF.search(_visible_text(span))
         if m:
             problems.append(f"{name}: glued prose shows {m.group(0)!r}")
-        if EXP_ZERO.match(_visible_text(span).strip()):
+        if is_exact_zero_in_e(_visible_text(span)):
             problems.append(f"{name}: glued prose shows an exact zero as {_visible_text(span).strip()!r}")
     for out in _outputs(page):
         text = _visible_text(out)

@@ -8,20 +8,30 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = str(ROOT / "src")
+SCRIPTS = str(ROOT / "scripts")
 
 Runner = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def script(name: str) -> ModuleType:
+    """Import ``scripts/<name>.py`` as the module ``name`` (the scripts import one another by name)."""
+    if SCRIPTS not in sys.path:
+        sys.path.insert(0, SCRIPTS)
+    return importlib.import_module(name)
 
 
 def run_python(

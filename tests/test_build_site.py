@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
 
 import nbformat
 import pytest
 
-_spec = importlib.util.spec_from_file_location(
-    "build_site", Path(__file__).resolve().parents[1] / "scripts" / "build_site.py"
-)
-build_site = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(build_site)  # type: ignore[union-attr]
+from conftest import script
+
+build_site = script("build_site")
 
 
 def _write(path: Path, cells: list[nbformat.NotebookNode]) -> Path:

@@ -145,3 +145,10 @@ def test_bad_numbers_are_one_line_exit_2(argv: list[str], message: str, capsys: 
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and message in err, err
+
+
+def test_trace_targets_agree_with_the_core() -> None:
+    from xlaport import doctor, ops
+    from xlaport.cli.args import TRACE_TARGETS
+
+    assert TRACE_TARGETS == ops.COVERAGE_TARGETS == doctor.TARGETS

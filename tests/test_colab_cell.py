@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 import yaml
 
+from conftest import script
 from xlaport import detect
 from xlaport.scan import output
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import colab_cell  # noqa: E402
+colab_cell = script("colab_cell")
 
 URL = colab_cell.repository_url()
 CHAPTERS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -71,6 +71,8 @@ def test_pins_and_vendor_match_their_sources() -> None:
 
     assert torch.__version__.split("+")[0] == pins["torch"], "the Colab emulator pins a torch other than this one"
     assert int(colab_cell.GOOGLE_PCI_VENDOR, 16) == detect.GOOGLE_PCI_VENDOR
+    assert f'== "{colab_cell.GOOGLE_PCI_VENDOR}"' in "".join(colab_cell.cells()[1]["source"])
+    assert colab_cell.GOOGLE_PCI_VENDOR == "0x1ae0"  # as sysfs writes a vendor id: lower case, four digits
 
 
 def _run_cell(

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import script
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import curriculum_pages as cp  # noqa: E402
+cp = script("curriculum_pages")
 
 
 def test_every_session_page_exists_and_is_linked() -> None:

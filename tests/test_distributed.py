@@ -493,3 +493,16 @@ def test_toy_rejects_bad_input() -> None:
         toy.sgd_reference(x, y, 0, 0)
     with pytest.raises(ValueError, match="more than classes=2"):
         toy.sgd_reference(x, y, 0, 0.1, classes=2)
+
+
+def test_fsdp_layout_arithmetic_rejects_bad_input() -> None:
+    from xlaport.distributed.mesh import fsdp_bytes_per_device, largest_parameter
+
+    shapes = {"w": (8, 4), "b": (4,)}
+    assert largest_parameter(shapes) == 32 and fsdp_bytes_per_device(shapes, 2, 1) == 4 * 4 + 2
+    with pytest.raises(ValueError, match="n_devices must be a whole number"):
+        fsdp_bytes_per_device(shapes, 2.5)
+    with pytest.raises(ValueError, match="dimensions must be positive"):
+        fsdp_bytes_per_device({"w": (0, 4)}, 2)
+    with pytest.raises(ValueError, match="no parameter shapes"):
+        largest_parameter({})

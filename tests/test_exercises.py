@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from xlaport.cost import Migration, Side, break_even_current_usd_per_chip_hour, usd_per_million_tokens
+from xlaport.distributed.mesh import fsdp_bytes_per_device
 from xlaport.exercises import checks as C
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -333,10 +334,10 @@ def test_stream_port() -> None:
 def test_fsdp_chips() -> None:
     shapes = {"embed": (1000, 100), "w1": (100, 100), "w2": (100, 400), "bias": (100,)}
     # 100,000 + 10,000 + 40,000 + 100 = 150,100 parameters; 16 bytes each sharded, the embedding gathered (400 kB)
-    assert C.fsdp_bytes_per_device(shapes, 1) == 150_100 * 4
-    assert C.fsdp_bytes_per_device(shapes, 4) == (250 * 100 + 25 * 100 + 100 * 100 + 25) * 4
-    assert C.fsdp_bytes_per_device({"odd": (10,)}, 4) == 3 * 4  # uneven: shards of ceil(10 / 4)
-    need = {n: C.fsdp_bytes_per_device(shapes, n, 16) + 400_000 for n in (1, 2, 4, 8)}
+    assert fsdp_bytes_per_device(shapes, 1) == 150_100 * 4
+    assert fsdp_bytes_per_device(shapes, 4) == (250 * 100 + 25 * 100 + 100 * 100 + 25) * 4
+    assert fsdp_bytes_per_device({"odd": (10,)}, 4) == 3 * 4  # uneven: shards of ceil(10 / 4)
+    need = {n: fsdp_bytes_per_device(shapes, n, 16) + 400_000 for n in (1, 2, 4, 8)}
     budget = (need[4] + need[2]) / 2  # 4 chips fit, 2 do not
     _is(C.check_fsdp_chips(None, shapes, budget, batch=8), None)
     _is(C.check_fsdp_chips(4, shapes, budget, batch=8), True, "4 chips", "2 chips would need")

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import script
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import glossary_links as G  # noqa: E402
+G = script("glossary_links")
 
 VOCABULARY = G.terms()
 CHAPTERS = sorted((ROOT / "notebooks").glob("*.ipynb"))

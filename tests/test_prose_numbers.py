@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import script
+
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("prose_numbers", ROOT / "scripts" / "prose_numbers.py")
-assert _spec is not None and _spec.loader is not None
-pn = importlib.util.module_from_spec(_spec)
-sys.modules["prose_numbers"] = pn  # dataclasses look their module up there
-_spec.loader.exec_module(pn)
+pn = script("prose_numbers")
 
 
 def _notebook(tmp_path: Path, markdown: str, params: str = "steps = 20\nlr = 3.0\n") -> Path:

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from conftest import script
+
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("site_checks", ROOT / "scripts" / "site_checks.py")
-assert _spec and _spec.loader
-sc = importlib.util.module_from_spec(_spec)
-sys.modules["site_checks"] = sc
-_spec.loader.exec_module(sc)
+sc = script("site_checks")
 
 
 def _nb(source: str, outputs: list[dict[str, Any]], tags: list[str] | None = None) -> dict[str, Any]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import copy
-import importlib.util
 import json
 import os
 import re
@@ -23,6 +22,7 @@ from typing import Any
 import pytest
 
 import xlaport
+from conftest import script
 from xlaport import detect
 from xlaport.profiles import profile
 from xlaport.reference import data_text
@@ -291,8 +291,4 @@ def test_a_modified_copy_of_profiles_toml_is_caught(tmp_path: Path) -> None:
 @pytest.mark.skipif(not os.environ.get("TORCH_TPU_WHEEL"), reason="set TORCH_TPU_WHEEL to re-extract from the wheel")
 def test_committed_facts_equal_a_fresh_extraction() -> None:
     wheel = Path(os.environ["TORCH_TPU_WHEEL"])
-    spec = importlib.util.spec_from_file_location("torch_tpu_facts", ROOT / "scripts" / "torch_tpu_facts.py")
-    assert spec and spec.loader
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    assert script.build(wheel) == load_facts()
+    assert script("torch_tpu_facts").build(wheel) == load_facts()

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import xlaport
+from conftest import script
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("verify", ROOT / "scripts" / "verify.py")
-assert _spec and _spec.loader
-verify = importlib.util.module_from_spec(_spec)
-sys.modules["verify"] = verify
-_spec.loader.exec_module(verify)
+verify = script("verify")
 
 BANNER = (
     "[xlaport] target=tpu (emulated) device=xla:0 backend=openxla | emulated on torch_xla XLA:CPU | "

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-__all__ = ["plural", "sci"]
+import re
+
+__all__ = ["plural", "sci", "is_exact_zero_in_e"]
+
+_EXP_ZERO = re.compile(r"^-?0(\.0*)?e[+-]0+$")
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
@@ -26,3 +30,9 @@ def sci(x: float, digits: int = 1) -> str:
         raise ValueError(f"digits must be a whole number >= 0, got {digits!r}")
     x = float(x)
     return "0" if x == 0 else f"{x:.{digits}e}"
+
+
+def is_exact_zero_in_e(text: str) -> bool:
+    """Whether ``text`` is an exact zero in exponent form (``0e+00``, ``-0.0e+00``): what ``f"{0.0:.1e}"`` writes and
+    prose should write as ``0`` (the site's extension does; its reader check fails on what slips through)."""
+    return bool(_EXP_ZERO.match(text.strip()))

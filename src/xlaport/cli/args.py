@@ -13,7 +13,11 @@ from typing import Any, NoReturn
 
 from ..validate import integer, number, positive
 
-__all__ = ["OneLineParser", "whole", "positive_whole", "real", "positive_real"]
+__all__ = ["OneLineParser", "TRACE_TARGETS", "add_input_option", "whole", "positive_whole", "real", "positive_real"]
+
+# The targets an op trace is checked against: xlaport.ops.COVERAGE_TARGETS and xlaport.doctor.TARGETS, written
+# here so that --help needs no torch (tests/test_cli.py checks the three agree).
+TRACE_TARGETS: tuple[str, ...] = ("tpu", "neuron", "xla")
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -43,3 +47,8 @@ def real(name: str, value: Any) -> float:
 
 def positive_real(name: str, value: Any) -> float:
     return positive(name, value)
+
+
+def add_input_option(p: argparse.ArgumentParser, help: str) -> None:
+    """``--input SHAPE[:DTYPE]``, repeatable: one example input of a traced entry point per use."""
+    p.add_argument("--input", action="append", default=[], metavar="SHAPE[:DTYPE]", help=help)

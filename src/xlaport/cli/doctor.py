@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-__all__ = ["configure", "run"]
+from .args import TRACE_TARGETS, add_input_option
 
-_TARGETS = ("tpu", "neuron", "xla")  # xlaport.doctor.TARGETS, repeated so --help needs no torch
+__all__ = ["configure", "run"]
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -24,12 +24,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("path", help="the project folder (or a file) to audit")
     p.add_argument("--entry", metavar="FILE.py:CALLABLE", help="entry point to trace and probe (MODULE:CALLABLE too)")
-    p.add_argument(
-        "--input",
-        action="append",
-        default=[],
-        metavar="SHAPE[:DTYPE]",
-        help="an input of the entry for the trace (repeat per argument)",
+    add_input_option(
+        p,
+        "an input of the entry for the trace (repeat per argument)",
     )
     p.add_argument(
         "--probe",
@@ -41,7 +38,11 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--probe-repeat", default=2, help="times the probe runs the list of calls (default 2)")
     p.add_argument("--probe-timeout", default=180, help="seconds the probe may take (default 180)")
     p.add_argument(
-        "--target", action="append", choices=_TARGETS, default=None, help="op-coverage target (default tpu, neuron)"
+        "--target",
+        action="append",
+        choices=TRACE_TARGETS,
+        default=None,
+        help="op-coverage target (default tpu, neuron)",
     )
     p.add_argument("--assume", action="append", default=[], metavar="KEY=VALUE", help="override an effort assumption")
     p.add_argument("--from-chip", help="chip you run on now (see 'xlaport cost chips')")

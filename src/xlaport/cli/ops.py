@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["configure", "run"]
+from .args import TRACE_TARGETS, add_input_option
 
-_TARGETS = ("tpu", "neuron", "xla")  # xlaport.ops.COVERAGE_TARGETS, repeated so --help needs no torch
+__all__ = ["configure", "run"]
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -16,16 +16,16 @@ def configure(p: argparse.ArgumentParser) -> None:
         "in CI), 2 for bad input."
     )
     p.add_argument("spec", help="FILE.py (runs the file), FILE.py:CALLABLE or MODULE:CALLABLE")
-    p.add_argument(
-        "--input",
-        action="append",
-        default=[],
-        metavar="SHAPE[:DTYPE]",
-        help="an example input for CALLABLE, e.g. 8x4 or 16:int64 (repeat for more; default: the "
-        "module's example_inputs)",
+    add_input_option(
+        p,
+        "an example input for CALLABLE, e.g. 8x4 or 16:int64 (repeat for more; default: the module's example_inputs)",
     )
     p.add_argument(
-        "--target", action="append", choices=_TARGETS, default=None, help="target to check (repeatable; default: tpu)"
+        "--target",
+        action="append",
+        choices=TRACE_TARGETS,
+        default=None,
+        help="target to check (repeatable; default: tpu)",
     )
     p.add_argument(
         "--cpu-fallback", action="store_true", help="TorchTPU with CPU fallback switched on (enable_cpu_fallback)"

@@ -9,6 +9,9 @@ process that wants 4 devices must have the variable set before torch_xla does an
     >>> model = SpmdFullyShardedDataParallel(model.to(torch_xla.device()))
     >>> for row in shard_table(model): print(row.name, row.spec, row.shard_shapes, row.bytes_per_device)
 
+:func:`fsdp_bytes_per_device` is the same layout as arithmetic, for a model that is not built (how many chips
+does FSDP need?).
+
 ``spmd_mesh`` and ``shard_table`` import torch_xla (which changes Dynamo's global config for the
 whole process); :func:`cpu_devices_env` and :func:`mesh_shape` do not.
 """
@@ -16,13 +19,22 @@ whole process); :func:`cpu_devices_env` and :func:`mesh_shape` do not.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .. import validate
 
-__all__ = ["FSDP_AXES", "ShardInfo", "cpu_devices_env", "mesh_shape", "spmd_mesh", "shard_table"]
+__all__ = [
+    "FSDP_AXES",
+    "ShardInfo",
+    "cpu_devices_env",
+    "mesh_shape",
+    "spmd_mesh",
+    "shard_table",
+    "fsdp_bytes_per_device",
+    "largest_parameter",
+]
 
 FSDP_AXES: tuple[str, str] = ("fsdp", "model")  # SpmdFullyShardedDataParallel shards over the axis named "fsdp"
 
@@ -115,3 +127,37 @@ def shard_table(module: Any) -> list[ShardInfo]:
             shapes, nbytes, devices = (tuple(p.shape),), (p.numel() * p.element_size(),), (str(p.device),)
         rows.append(ShardInfo(name, tuple(p.shape), spec, shapes, nbytes, devices))
     return rows
+
+
+# --------------------------------------------------------------------------- the layout as arithmetic
+def _dims(name: str, shape: Any) -> tuple[int, ...]:
+    try:
+        dims = tuple(int(d) for d in shape)
+    except (TypeError, ValueError):
+        raise ValueError(f"parameter {name!r}: shape must be a sequence of whole numbers, got {shape!r}") from None
+    if any(d < 1 for d in dims):
+        raise ValueError(f"parameter {name!r}: dimensions must be positive, got {dims}")
+    return dims
+
+
+def fsdp_bytes_per_device(shapes: Mapping[str, Sequence[int]], n_devices: int, bytes_per_param: float = 4) -> float:
+    """Bytes each device holds when FSDPv2 shards every parameter over ``n_devices`` along its largest dimension
+    (torch_xla's ``shard_maximal``, what :func:`shard_table` reads from a built model), a shard being
+    ``ceil(dim / n_devices)`` long; ``bytes_per_param`` per element (4 for float32 parameters; 16 with float32
+    gradients and AdamW's two moments)."""
+    n = validate.integer("n_devices", n_devices, minimum=1)
+    total = 0
+    for pname, shape in shapes.items():
+        dims = list(_dims(pname, shape))
+        if dims:
+            at = dims.index(max(dims))
+            dims[at] = -(-dims[at] // n)
+        total += math.prod(dims)
+    return total * validate.positive("bytes_per_param", bytes_per_param)
+
+
+def largest_parameter(shapes: Mapping[str, Sequence[int]]) -> int:
+    """Elements of the largest parameter: what FSDP gathers whole on every device before a layer uses it."""
+    if not shapes:
+        raise ValueError("no parameter shapes given")
+    return max(math.prod(_dims(k, v)) for k, v in shapes.items())

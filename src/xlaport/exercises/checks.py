@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..distributed.mesh import fsdp_bytes_per_device, largest_parameter
 from ..text import plural, sci
 
 __all__ = [
@@ -40,7 +41,6 @@ __all__ = [
     "check_tied_weights",
     "check_usd_per_million_tokens",
     "check_view_culprits",
-    "fsdp_bytes_per_device",
 ]
 
 NOT_ATTEMPTED = "not attempted: set `answer` in the cell above and run it again"
@@ -822,33 +822,6 @@ def check_stream_port(
     )
 
 
-def _shape(name: str, shape: Any) -> tuple[int, ...]:
-    try:
-        dims = tuple(int(d) for d in shape)
-    except (TypeError, ValueError):
-        raise ValueError(f"parameter {name!r}: shape must be a sequence of whole numbers, got {shape!r}") from None
-    if any(d < 1 for d in dims):
-        raise ValueError(f"parameter {name!r}: dimensions must be positive, got {dims}")
-    return dims
-
-
-def fsdp_bytes_per_device(shapes: Mapping[str, Sequence[int]], n_devices: int, bytes_per_param: float = 4) -> float:
-    """Bytes each device holds when FSDPv2 shards every parameter over ``n_devices`` along its largest dimension
-    (torch_xla's ``shard_maximal``), a shard being ``ceil(dim / n_devices)`` long; ``bytes_per_param`` per element
-    (4 for float32 parameters; 16 with float32 gradients and AdamW's two moments)."""
-    n = int(n_devices)
-    if n < 1:
-        raise ValueError(f"n_devices must be a whole number >= 1, got {n_devices!r}")
-    total = 0
-    for pname, shape in shapes.items():
-        dims = list(_shape(pname, shape))
-        if dims:
-            at = dims.index(max(dims))
-            dims[at] = -(-dims[at] // n)
-        total += math.prod(dims)
-    return total * float(bytes_per_param)
-
-
 def check_fsdp_chips(
     answer: int | None,
     shapes: Mapping[str, Sequence[int]],
@@ -860,7 +833,7 @@ def check_fsdp_chips(
     """``answer``: the fewest chips over which FSDP fits a model of parameter ``shapes`` in ``budget_bytes`` per chip.
 
     Per chip: every parameter's training state (``state_bytes_per_param``, 16 = float32 parameter, gradient and
-    AdamW's two moments) sharded as :func:`fsdp_bytes_per_device` computes, plus the largest parameter gathered
+    AdamW's two moments) sharded as :func:`xlaport.distributed.mesh.fsdp_bytes_per_device` computes, plus the largest parameter gathered
     whole (``gathered_bytes_per_param``), as FSDP does before a layer uses it. The global ``batch`` must split
     evenly over the chips.
     """
@@ -870,7 +843,7 @@ def check_fsdp_chips(
     if not budget_bytes > 0:
         raise ValueError(f"budget_bytes must be positive, got {budget_bytes!r}")
     batch = _ints("batch", [batch])[0]
-    largest = max(math.prod(_shape(k, v)) for k, v in shapes.items()) * float(gathered_bytes_per_param)
+    largest = largest_parameter(shapes) * float(gathered_bytes_per_param)
 
     def need(n: int) -> float:
         return fsdp_bytes_per_device(shapes, n, state_bytes_per_param) + largest

@@ -197,10 +197,6 @@ def _code(s: str) -> str:
     return f"`{_esc(s)}`" if s else "–"
 
 
-def _source(s: str) -> str:
-    return source_md(s, in_table=True)
-
-
 def _cell(c: Cell) -> str:
     parts = [_code(c.spelling) if c.spelling else "", f"**{c.status}**"]
     if c.note:
@@ -250,7 +246,9 @@ def render() -> str:
             acc = _code(r.accelerator) + (
                 f"<br>(torch ≥ {r.accelerator_since})" if r.accelerator and r.accelerator_since else ""
             )
-            src = f"TPU: {_source(r.tpu.source)}<br>Neuron: {_source(r.neuron.source)}"
+            src = (
+                f"TPU: {source_md(r.tpu.source, in_table=True)}<br>Neuron: {source_md(r.neuron.source, in_table=True)}"
+            )
             lines.append(f"| {_code(r.cuda)} | {acc} | {_cell(r.tpu)} | {_cell(r.neuron)} | {src} |")
     lines += ["", '"wheel" in a source means the torch_tpu 0.2.0 wheel, at the file named.', ""]
     return "\n".join(lines)
