@@ -53,8 +53,9 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix $(LINT_PATHS)
 	$(BIN)/ruff format $(LINT_PATHS)
 
+# tests/unit only (no chapter runs, no site, no browser), without the fresh-interpreter tests.
 unit: $(STAMP)
-	$(PY) -m pytest -m "not notebook and not subprocess" $(PYTEST_ARGS)
+	$(PY) -m pytest tests/unit -m "not subprocess" $(PYTEST_ARGS)
 
 # Lint, unit tests and every notebook, executed once into _build/executed, then the strict site build from those copies,
 # then every page in a real browser (make browser).
@@ -63,11 +64,11 @@ test: lint
 	$(PY) scripts/build_site.py
 	$(MAKE) --no-print-directory browser
 
-# The built site in the system Chromium (tests/test_site_browser.py): every page, search, tabs, Colab links, and a
+# The built site in the system Chromium (tests/site/test_browser.py): every page, search, tabs, Colab links, and a
 # phone-width screenshot of every chapter into _build/screenshots/. Skips with one line where Chromium is missing.
 browser: $(STAMP)
 	@test -f _build/html/index.html || { echo "no site yet: run 'make site' first" >&2; exit 1; }
-	XLAPORT_SITE_DIR=$(CURDIR)/_build/html $(PY) -m pytest tests/test_site_browser.py -q -p no:cacheprovider
+	XLAPORT_SITE_DIR=$(CURDIR)/_build/html $(PY) -m pytest tests/site/test_browser.py -q -p no:cacheprovider
 
 # Each chapter again with the other values its parameters cell offers (metadata.xlaport.matrix): one value
 # changed at a time, executed into _build/params/. Too long for every CI run: a scheduled workflow runs it.
@@ -75,7 +76,7 @@ test-params: $(STAMP)
 	$(PY) scripts/param_matrix.py $(PARAMS_ARGS)
 
 notebooks: $(STAMP)
-	$(PY) -m pytest -m notebook $(PYTEST_ARGS)
+	$(PY) -m pytest tests/notebooks -m notebook $(PYTEST_ARGS)
 
 site: $(STAMP)
 	$(PY) scripts/build_site.py

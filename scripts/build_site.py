@@ -3,7 +3,7 @@
 
 Steps:
 1. check that every notebook in notebooks/ has an executed copy in _build/executed/notebooks/
-   (written once by tests/test_notebooks.py) and that the copy is sound: every code cell ran
+   (written once by tests/notebooks/test_chapters_execute.py) and that the copy is sound: every code cell ran
    (unless tagged ``skip-execution``/``remove-cell``) and none shows an error (unless tagged
    ``raises-exception``);
    every number in the chapters' prose is glued, a parameter or a sourced constant (``prose_numbers.py``);

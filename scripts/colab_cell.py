@@ -3,7 +3,7 @@
 Each chapter opens with a markdown cell that says what the setup installs and why, and a code cell that does it on
 Colab and nothing anywhere else. Both are generated here: the repository URL comes from ``pyproject.toml``
 (``[project.urls] Repository``) and the emulator's package versions from ``requirements.txt``, so neither is typed
-into thirteen notebooks. ``tests/test_colab_cell.py`` fails when a notebook's cells differ from what this script
+into thirteen notebooks. ``tests/notebooks/test_colab_cell.py`` fails when a notebook's cells differ from what this script
 writes; run ``python scripts/colab_cell.py`` after changing the URL, a pin or the text below.
 
     python scripts/colab_cell.py            # rewrite the cells in notebooks/*.ipynb

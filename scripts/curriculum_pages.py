@@ -2,7 +2,7 @@
 """Generate the curriculum's session table and the decision brief's break-even band (never typed by hand).
 
 - ``book/generated/curriculum_sessions.md``: each session's pages, prerequisites and duration, measured: the
-  chapters' run times from ``_build/executed/timings.json`` (written by ``tests/test_notebooks.py``) plus reading
+  chapters' run times from ``_build/executed/timings.json`` (written by ``tests/notebooks/test_chapters_execute.py``) plus reading
   time at :data:`WORDS_PER_MINUTE` over the words of every markdown and code cell or prose page;
 - ``book/generated/decision_band.md``: break-even months per workload profile over a band of GPU prices around the
   data file's unverified price, against TPU v6e's published price, and the Trainium2 price that matches TPU v6e

@@ -2,7 +2,7 @@
 
 The terms are those of the ``{glossary}`` block in ``book/glossary.md``. In each chapter's markdown cells, the first
 prose use of a term (not in code, a heading, a link, maths or a directive's option line) should be a ``{term}``
-link; later uses stay plain. ``tests/test_glossary_links.py`` runs the check.
+link; later uses stay plain. ``tests/site/test_glossary_links.py`` runs the check.
 
     python scripts/glossary_links.py            # add the missing links to notebooks/*.ipynb
     python scripts/glossary_links.py --check    # exit 1 and list the first uses that are not linked

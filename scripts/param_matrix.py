@@ -3,7 +3,7 @@
 
 A chapter's asserts must hold for every seed and target a reader may set, not only for the defaults CI
 runs. Each notebook declares what it offers in its metadata, ``"xlaport": {"matrix": {"seed": [0, 1, 2],
-"target": ["tpu", "neuron", "auto"]}}``; ``tests/test_notebook_hygiene.py`` checks that the matrix names
+"target": ["tpu", "neuron", "auto"]}}``; ``tests/notebooks/test_committed_clean.py`` checks that the matrix names
 every target the parameters cell's comment offers. This script runs, for each notebook, one variant per
 non-default value (the other parameters at their defaults: ``seed=1``, ``seed=2``, ``target="neuron"``,
 ...); ``--full`` runs the whole product instead. The default values are what ``make test`` already runs.

@@ -10,7 +10,7 @@ A chapter's markdown cells may contain numbers only where a reader can trace the
 - a value of the chapter's parameters cell, written as in that cell (``steps = 20`` allows "20");
 - an entry in ``scripts/prose_numbers.toml`` for that chapter: the number and where it comes from.
 
-Anything else fails the site build (``scripts/build_site.py``) and ``tests/test_prose_numbers.py``,
+Anything else fails the site build (``scripts/build_site.py``) and ``tests/site/test_prose_numbers.py``,
 with the chapter, cell and the sentence around the number. Allow-list entries that no longer match
 anything fail too, so the list cannot go stale.
 

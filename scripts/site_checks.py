@@ -1,7 +1,7 @@
 """Checks on what a reader meets: the executed notebooks' outputs and the rendered HTML pages.
 
 Run by ``scripts/build_site.py`` (executed copies before the Jupyter Book build, rendered pages after it); each rule
-has a test in ``tests/test_site_checks.py`` that reintroduces the defect and sees the check fail.
+has a test in ``tests/site/test_reader_checks.py`` that reintroduces the defect and sees the check fail.
 
 Rules
 -----

@@ -13,7 +13,7 @@ error and its opt-out, the missing-op messages. This script reads each of them f
 without importing torch_tpu** (importing it on a machine without a TPU can start libtpu, which asks a cloud
 metadata server for its topology): Python files are parsed with :mod:`ast` and never executed, the glue
 libraries are read as printable strings (like ``strings -n 6``). Each fact records the file inside the wheel
-it comes from. ``tests/test_torch_tpu_facts.py`` compares the project's data with this file, and this file's
+it comes from. ``tests/unit/test_torch_tpu_facts.py`` compares the project's data with this file, and this file's
 sha256 with the one ``scripts/torch_tpu_ops.py`` recorded, so both describe the same wheel.
 """
 

@@ -9,7 +9,7 @@ over the network. Nothing in this module imports torch_tpu, libtpu or
 torch_neuronx.
 
 The device ids are the wheel's own table (``scripts/torch_tpu_facts.py`` extracts it into
-``reference/data/torch_tpu-0.2.0-facts.json`` and ``tests/test_torch_tpu_facts.py`` checks this module
+``reference/data/torch_tpu-0.2.0-facts.json`` and ``tests/unit/test_torch_tpu_facts.py`` checks this module
 against it). That table includes TPU v4, which TorchTPU's announced support list does not:
 :attr:`TpuChip.announced` tells the two apart.
 """

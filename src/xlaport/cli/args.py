@@ -16,7 +16,7 @@ from ..validate import integer, number, positive
 __all__ = ["OneLineParser", "TRACE_TARGETS", "add_input_option", "whole", "positive_whole", "real", "positive_real"]
 
 # The targets an op trace is checked against: xlaport.ops.COVERAGE_TARGETS and xlaport.doctor.TARGETS, written
-# here so that --help needs no torch (tests/test_cli.py checks the three agree).
+# here so that --help needs no torch (tests/unit/test_cli.py checks the three agree).
 TRACE_TARGETS: tuple[str, ...] = ("tpu", "neuron", "xla")
 
 

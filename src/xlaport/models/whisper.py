@@ -6,7 +6,7 @@ stride 2), sinusoidal positions, pre-LN Transformer encoder blocks, and a decode
 self-attention and cross-attention over the encoder output. Unlike Whisper, it is
 **mask-aware**: padded frames are zeroed after each conv and masked out of every attention,
 so a batch padded to a bucket gives the same outputs on its valid positions as the unpadded
-batch (``tests/test_buckets.py`` checks this).
+batch (``tests/unit/test_buckets.py`` checks this).
 
 >>> model = TinyWhisper().eval()
 >>> mel, mask = synthetic_mel([310, 122], generator=torch.Generator().manual_seed(0))

@@ -28,7 +28,7 @@ __all__ = ["SupportTable", "support_table", "tpu_ops_data", "COVERAGE_TARGETS", 
 
 COVERAGE_TARGETS: tuple[str, ...] = ("tpu", "neuron", "xla")
 # torch_xla 2.9 registers XLA kernels for these that call its CPU fallback (executed_fallback_ops() lists them on
-# XLA:CPU; tests/test_ops.py re-measures). The dispatcher cannot tell, so the list may be incomplete.
+# XLA:CPU; tests/unit/test_ops.py re-measures). The dispatcher cannot tell, so the list may be incomplete.
 XLA_KERNELS_THAT_FALL_BACK = frozenset({"aten::nonzero", "aten::masked_select", "aten::_local_scalar_dense"})
 
 

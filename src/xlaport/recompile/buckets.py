@@ -18,7 +18,7 @@ the one that holds the longest), ``quantile:K`` (K buckets at evenly spaced quan
 the observed lengths, each rounded up to a multiple of ``round_to``; the last is the
 longest length rounded up), ``multK`` (multiples of K; ``mult128`` matches the 128-wide
 tiles of TPU MXUs). Padded positions get ``value`` (0) and ``mask`` False, so a mask-aware
-model gives the same results on valid positions (``tests/test_buckets.py`` checks it).
+model gives the same results on valid positions (``tests/unit/test_buckets.py`` checks it).
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ Overhead: :meth:`RecompileMonitor.measure_overhead` times empty monitored steps
 (``with mon.step(x): pass``: the counter and metric reads at entry and exit, the shape
 key, the record; no ``sync``), discards their records, and returns seconds per step. The
 chapter ``notebooks/recompile_storms.ipynb`` divides it by the median cached step of its
-model and asserts the share is at most 2%; ``tests/test_recompile.py`` checks it stays
+model and asserts the share is at most 2%; ``tests/unit/test_recompile.py`` checks it stays
 well under a millisecond on XLA:CPU.
 """
 

@@ -17,7 +17,7 @@ little padding. Two things keep the documents apart, so that each one trains as 
 >>> out = model(**b.model_inputs())                                    # input_ids, position_ids, 4-D mask, labels
 >>> per_doc = document_losses(out.logits, b.labels, b.doc_ids, n_docs=len(docs))
 
-``tests/test_packing.py`` checks the masks and position ids, and that a Hugging Face Llama gives every
+``tests/unit/test_packing.py`` checks the masks and position ids, and that a Hugging Face Llama gives every
 document the same loss packed as unpacked. The 4-D boolean mask (``True`` = may attend) is passed to the
 model as ``attention_mask``; Hugging Face ``transformers`` uses a 4-D mask as given (its
 ``masking_utils``), and ``F.scaled_dot_product_attention`` reads ``True`` as "attend".

@@ -3,7 +3,7 @@
 Each :class:`ModelSpec` names a ``transformers`` config class and model class and a small config (two
 layers, width 64, vocabulary 256, dropout off), the shape of its inputs, and the axis along which real data
 varies. :meth:`ModelSpec.build` constructs the model from the config alone: nothing is downloaded (no
-``from_pretrained``, no tokenizer, no hub call), which ``tests/test_zoo.py`` checks with the network blocked.
+``from_pretrained``, no tokenizer, no hub call), which ``tests/unit/test_zoo.py`` checks with the network blocked.
 This module imports neither torch nor transformers, so ``xlaport zoo --list`` answers at once.
 
 >>> from xlaport.zoo import registry

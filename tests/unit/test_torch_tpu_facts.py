@@ -27,7 +27,7 @@ from xlaport import detect
 from xlaport.profiles import profile
 from xlaport.reference import data_text
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FACTS_FILE = "torch_tpu-0.2.0-facts.json"
 GUARDS_PY = Path(xlaport.__file__).parent / "recompile" / "guards.py"
 # The wheel names PCI id 0x0076 "TPU v7"; Google sells that chip as TPU7x, and this project calls it v7x.

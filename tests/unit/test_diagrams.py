@@ -18,7 +18,7 @@ from matplotlib.text import Text
 from xlaport import diagrams
 
 matplotlib.use("Agg")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def shown(text: str) -> str:

@@ -15,7 +15,7 @@ from conftest import Runner
 from xlaport.reference import PAGES, render
 from xlaport.reference import kernel_concepts as kc
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SIZES = dict(rows=20, dim=96, m=24, k=136, n=40)  # none a multiple of the (8, 128) tile
 
 

@@ -20,7 +20,7 @@ from xlaport.ops.support import tpu_ops_data
 from xlaport.profiles import profile
 from xlaport.reference import data_text, op_coverage
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _spd(n: int = 5) -> torch.Tensor:

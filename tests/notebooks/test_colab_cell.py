@@ -21,7 +21,7 @@ from conftest import script
 from xlaport import detect
 from xlaport.scan import output
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 colab_cell = script("colab_cell")
 
 URL = colab_cell.repository_url()

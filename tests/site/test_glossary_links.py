@@ -9,7 +9,7 @@ import pytest
 
 from conftest import script
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 G = script("glossary_links")
 
 VOCABULARY = G.terms()

@@ -14,7 +14,7 @@ from xlaport.cost import Migration, Side, break_even_current_usd_per_chip_hour, 
 from xlaport.distributed.mesh import fsdp_bytes_per_device
 from xlaport.exercises import checks as C
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _is(check: C.Check, passed: bool | None, *words: str) -> None:

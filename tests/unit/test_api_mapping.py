@@ -15,7 +15,7 @@ import torch
 from xlaport.cli import main
 from xlaport.reference import api_mapping as am
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ROWS = am.rows()
 
 

@@ -10,7 +10,7 @@ import pytest
 import xlaport
 from conftest import script
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 verify = script("verify")
 
 BANNER = (

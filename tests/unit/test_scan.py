@@ -16,7 +16,7 @@ from xlaport.cli import main
 from xlaport.scan import RULES, ScanConfig, load_config, rule, scan, scan_source
 from xlaport.scan import engine as scan_engine
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "examples" / "cuda_project"
 
 # rule -> (code that must trigger it, the fixed code that must not); file name where it matters

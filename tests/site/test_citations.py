@@ -19,7 +19,7 @@ import pytest
 
 from conftest import toc_files
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # Published material: what the website renders, what a clone shows a reader, and the data behind both.
 SCANNED_DIRS = ("book", "notebooks", "src/xlaport", "scripts")  # src/xlaport: data files, docstrings, messages

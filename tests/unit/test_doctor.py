@@ -19,7 +19,7 @@ from xlaport.doctor import ASSUMPTIONS, CostInputs, diagnose, estimate, parse_as
 from xlaport.doctor.probe import ProbeCall, ProbeResult
 from xlaport.scan import rule, scan
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "examples" / "cuda_project"
 ENTRY = f"{SAMPLE / 'tinylm.py'}:TrainStep"
 

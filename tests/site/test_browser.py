@@ -31,7 +31,7 @@ import pytest
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1400, "height": 900}
