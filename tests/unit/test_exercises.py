@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import torch
 
+import xlaport.exercises as C
 from xlaport.cost import Migration, Side, break_even_current_usd_per_chip_hour, usd_per_million_tokens
 from xlaport.distributed.mesh import fsdp_bytes_per_device
-from xlaport.exercises import checks as C
 
 ROOT = Path(__file__).resolve().parents[2]
 

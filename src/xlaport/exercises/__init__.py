@@ -1,4 +1,4 @@
-"""Checked exercises: one checker per chapter exercise, each returning a :class:`~xlaport.exercises.checks.Check`.
+"""Checked exercises: one module of checkers per chapter, each checker returning a :class:`~xlaport.exercises.common.Check`.
 
 >>> from xlaport.exercises import check_buckets
 >>> print(check_buckets([120, 250, 301], [128, 256], budget=2))
@@ -6,9 +6,68 @@ fail: buckets: the 301-frame batch fits no bucket (the largest is 256)
 
 A reader runs a checker on their own answer in the chapter (``None`` prints "not attempted"); CI runs the same
 checker on the solution folded under each exercise and asserts that it passes.
+
+Layout: ``common`` holds :class:`Check` and the helpers every checker uses; each chapter's checkers live in a module
+named after the chapter's notebook (``first_steps``, ``port_training``, ...). A new chapter adds one module and one
+import and one entry in :data:`CHAPTER_MODULES`.
 """
 
 from __future__ import annotations
 
-from .checks import *  # noqa: F403  (the checkers, listed once in checks.__all__)
-from .checks import __all__ as __all__
+from . import (
+    attention_numerics,
+    audit_your_code,
+    beyond_forward,
+    custom_kernels,
+    distributed,
+    first_steps,
+    op_fallbacks,
+    port_inference,
+    port_training,
+    pricing_math,
+    recompile_storms,
+    sd3_view_offsets,
+)
+from .attention_numerics import *  # noqa: F403
+from .audit_your_code import *  # noqa: F403
+from .beyond_forward import *  # noqa: F403
+from .common import NOT_ATTEMPTED, Check
+from .custom_kernels import *  # noqa: F403
+from .distributed import *  # noqa: F403
+from .first_steps import *  # noqa: F403
+from .op_fallbacks import *  # noqa: F403
+from .port_inference import *  # noqa: F403
+from .port_training import *  # noqa: F403
+from .pricing_math import *  # noqa: F403
+from .recompile_storms import *  # noqa: F403
+from .sd3_view_offsets import *  # noqa: F403
+
+#: The chapter modules, in the book's order; each lists its checkers in its ``__all__``.
+CHAPTER_MODULES = (
+    first_steps,
+    port_training,
+    port_inference,
+    recompile_storms,
+    sd3_view_offsets,
+    op_fallbacks,
+    attention_numerics,
+    custom_kernels,
+    pricing_math,
+    audit_your_code,
+    beyond_forward,
+    distributed,
+)
+
+__all__ = ["CHAPTER_MODULES", "Check", "NOT_ATTEMPTED"]
+__all__ += first_steps.__all__
+__all__ += port_training.__all__
+__all__ += port_inference.__all__
+__all__ += recompile_storms.__all__
+__all__ += sd3_view_offsets.__all__
+__all__ += op_fallbacks.__all__
+__all__ += attention_numerics.__all__
+__all__ += custom_kernels.__all__
+__all__ += pricing_math.__all__
+__all__ += audit_your_code.__all__
+__all__ += beyond_forward.__all__
+__all__ += distributed.__all__
