@@ -1,7 +1,9 @@
 # xlaport: two commands on a fresh machine.
 #   make book   create .venv, install, execute every notebook once, build the site into _build/html
 #   make test   create .venv, install, run the whole suite (lint, unit tests, each notebook once, strict site build)
-# A second run reuses .venv: the install is keyed on a hash of requirements.txt and pyproject.toml.
+# A second run reuses .venv: the install is keyed on a hash of requirements.lock and pyproject.toml.
+# requirements.lock pins every package of .venv with its hashes (CPython 3.11 on x86-64 Linux); `make lock`
+# regenerates it from requirements.txt (the top-level pins) and requirements-tpu.lock from requirements-tpu.txt.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
@@ -11,12 +13,12 @@ PY     := $(BIN)/python
 # First Python >= 3.11 on PATH (torch_tpu 0.2.0 needs 3.11+).
 SYSPY  ?= $(shell for p in python3.11 python3.12 python3.13 python3; do \
             command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { echo $$p; break; }; done)
-REQHASH := $(shell cat requirements.txt pyproject.toml | sha256sum | cut -c1-16)
+REQHASH := $(shell cat requirements.lock pyproject.toml | sha256sum | cut -c1-16)
 STAMP  := $(VENV)/.installed-$(REQHASH)
 PORT   ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: help venv lint format test test-params unit notebooks site book browser verify serve clean
+.PHONY: help venv lock lint format test test-params unit notebooks site book browser verify serve clean
 
 help:
 	@echo "make book    execute the notebooks once and build the site into _build/html"
@@ -25,22 +27,29 @@ help:
 	@echo "make verify  on a TPU VM / Trainium / CUDA machine: every chapter via nbmake, a run record in verified/"
 	@echo "make unit    unit tests only, without the slower fresh-interpreter ones (fast)"
 	@echo "make lint    ruff (lint + format check) and mypy"
+	@echo "make lock   regenerate requirements.lock and requirements-tpu.lock (every package pinned, with hashes)"
 	@echo "make test-params  every chapter with each other seed and target its parameters cell offers (~25 min)"
 	@echo "make format  apply ruff's fixes and formatting"
 	@echo "make serve   serve _build/html on http://localhost:$(PORT)"
 	@echo "make clean   remove _build (keeps .venv)"
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.lock pyproject.toml
 	@if [ -z "$(SYSPY)" ]; then echo "error: Python 3.11 or newer is needed on PATH" >&2; exit 1; fi
 	@test -x $(PY) || { echo "creating $(VENV) with $(SYSPY)"; $(SYSPY) -m venv $(VENV); }
-	$(PY) -m pip install --quiet --upgrade pip
-	@echo "installing requirements (torch 2.9.0 + torch_xla 2.9.0 + the book toolchain; several GB on first run)"
-	$(PY) -m pip install --progress-bar off -r requirements.txt
-	$(PY) -m pip install --quiet --no-deps -e .
+	@echo "installing requirements.lock (torch 2.9.0 + torch_xla 2.9.0 + the book toolchain, every package pinned and hashed; several GB on first run)"
+	$(PY) -m pip install --progress-bar off --require-hashes -r requirements.lock
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
 venv: $(STAMP)
+
+# Regenerate the lock files from the top-level pins (needs the package index; commit the result).
+LOCK_FLAGS := --generate-hashes --python-version 3.11.5 --quiet --custom-compile-command "make lock"
+lock: $(STAMP)
+	$(BIN)/uv pip compile requirements.txt $(LOCK_FLAGS) --python-platform x86_64-manylinux_2_28 -o requirements.lock
+	@# torch_tpu 0.2.0 ships manylinux_2_31 wheels only (TPU VM images have glibc 2.35).
+	$(BIN)/uv pip compile requirements-tpu.txt $(LOCK_FLAGS) --python-platform x86_64-manylinux_2_31 -o requirements-tpu.lock
 
 LINT_PATHS := src tests scripts
 
