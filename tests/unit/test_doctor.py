@@ -4,8 +4,10 @@ project (trace and recompile probe included) takes under 60 s."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import re
 import time
 from html.parser import HTMLParser
 from pathlib import Path
@@ -168,6 +170,72 @@ def test_reports_without_entry(tmp_path: Path) -> None:
     data = json.loads(rep.to_json())
     assert data["summary"]["findings"] == len(rep.scan.findings)
     assert data["summary"]["person_weeks"] == pytest.approx(rep.effort.total_weeks, abs=0.01)
+
+
+class _Tables(HTMLParser):
+    """Each table of a page as rows of cell texts (entities decoded, as a browser shows them)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: list[list[list[str]]] = []
+        self.cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self.cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self.cell is not None:
+            self.tables[-1][-1].append("".join(self.cell))
+            self.cell = None
+
+    def handle_data(self, data: str) -> None:
+        if self.cell is not None:
+            self.cell.append(data)
+
+
+def _cells(row: str) -> int:
+    """Cells in a markdown table row: pipes not escaped with a backslash, less the two at its ends."""
+    return len(re.findall(r"(?<!\\)\|", row)) - 1
+
+
+TRICKY = "a <script>alert(1)</script> & `a | b` | *not bold* &amp; $5 or $6"
+SHOWN = "a <script>alert(1)</script> & a | b | *not bold* &amp; $5 or $6"  # as a reader sees it
+
+
+def test_markdown_and_html_show_a_finding_as_written(tmp_path: Path) -> None:
+    """Markup in a finding (raw HTML, entities, pipes, emphasis, dollars) is shown as text in both renderings,
+    and every table keeps its columns."""
+    (tmp_path / "m.py").write_text("import torch\n\nx = torch.zeros(3).cuda()\n")
+    rep = diagnose(tmp_path, cost=CostInputs("h100_sxm", 8, 0.4, "tpu_v6e", 0.35))
+    rep.scan.findings[0] = dataclasses.replace(rep.scan.findings[0], message=TRICKY, snippet="y = a | b  # <b>")
+    for md in (rep.to_markdown(), rep.to_markdown(detail=True), rep.to_markdown(heading_level=None)):
+        assert "<script>" not in md.replace("`", "")  # escaped (\\<) wherever it is not code
+        for block in re.split(r"\n\n", md):
+            rows = [r for r in block.splitlines() if r.startswith("|")]
+            assert len({_cells(r) for r in rows}) <= 1, f"a table lost or gained a column:\n{block}"
+
+    page = rep.to_html()
+    assert "<script" not in page and "&lt;script&gt;" in page
+    tables = _Tables()
+    tables.feed(page)
+    for table in tables.tables:
+        assert len({len(row) for row in table}) == 1, table
+    findings = next(t for t in tables.tables if t[0][:4] == ["where", "severity", "rule", "what"])
+    assert findings[0] == ["where", "severity", "rule", "what", "code"]
+    assert findings[1] == [f"{rep.scan.findings[0].path}:3", "error", "cuda-device", SHOWN, "y = a | b  # <b>"]
+    scan_rules = next(t for t in tables.tables if t[0][0] == "rule")
+    assert scan_rules[0] == ["rule", "severity", "findings", "why", "fix", "chapter"] and scan_rules[1][:3] == [
+        "cuda-device",
+        "error",
+        "1",
+    ]
+    cost_rows = dict(tuple(r) for r in next(t for t in tables.tables if t[0] == ["", ""])[1:])
+    assert cost_rows["verdict"] in ("migrate", "stay") and cost_rows["saving per month"].startswith(("$", "-$", "$-"))
 
 
 def test_report_without_findings_says_so(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ import html
 import io
 import json
 import math
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -157,32 +158,49 @@ class Report:
         return json.dumps(self.to_dict(), indent=2, default=_json_default)
 
     # ------------------------------------------------------------------ markdown
-    def to_markdown(self, max_findings: int = 50, heading_level: int | None = 1) -> str:
-        """The report as markdown. ``heading_level`` is the title's level (sections one below it); ``None`` writes
-        titles as bold lines, for a report shown inside another page (a notebook cell's output)."""
+    def to_markdown(self, max_findings: int = 50, heading_level: int | None = 1, *, detail: bool = False) -> str:
+        """The report as markdown, its one rendering (:meth:`to_html` converts it to a page).
+
+        ``heading_level`` is the title's level (sections one below it); ``None`` writes titles as bold lines, for a
+        report shown inside another page (a notebook cell's output). ``detail`` adds each rule's why, each finding's
+        line of code and the probe's whole backend banner, as the HTML page shows them."""
+        return self._markdown(max_findings, heading_level, detail=detail)
+
+    def _markdown(
+        self,
+        max_findings: int,
+        heading_level: int | None,
+        *,
+        detail: bool = False,
+        images: dict[str, str] | None = None,
+    ) -> str:
         if isinstance(max_findings, bool) or not isinstance(max_findings, int) or max_findings < 0:
             raise ValueError(f"max_findings must be a whole number >= 0, got {max_findings!r}")
         if heading_level is not None and (
             isinstance(heading_level, bool) or not isinstance(heading_level, int) or not 1 <= heading_level <= 5
         ):
             raise ValueError(f"heading_level must be 1 to 5, or None for bold titles, got {heading_level!r}")
+        pngs = images or {}
 
         def h(text: str, sub: bool = True) -> str:
             if heading_level is None:
                 return f"**{text}**"
             return "#" * (heading_level + sub) + " " + text
 
+        def img(key: str, alt: str) -> list[str]:
+            return [f"![{alt}](data:image/png;base64,{pngs[key]})", ""] if key in pngs else []
+
         s, e = self.scan, self.effort
         sev = s.by_severity()
         L = [
-            h(f"xlaport doctor: {self.path}", sub=False),
+            h(f"xlaport doctor: {_code(self.path)}", sub=False),
             "",
             f"**{len(s.findings)} findings** ({sev['error']} errors, {sev['warning']} warnings, {sev['note']} notes) in "
             f"{s.files} files and {s.lines:,} lines; {e.kernels} custom kernels ({e.kernel_lines} lines); "
             f"estimated effort **{e.total_weeks:.1f} person-weeks**.",
         ]
         if self.probe is not None:
-            L += ["", f"Recompile probe on `{self.probe.target}`: {self.probe.verdict()}."]
+            L += ["", f"Recompile probe on {_code(self.probe.target)}: {_md(self.probe.verdict())}."]
         if self.cost is not None:
             L += ["", f"Break-even: {_months(self.cost['break_even_months'])}; verdict **{self.cost['verdict']}**."]
         L += ["", h("Scan"), ""]
@@ -191,44 +209,60 @@ class Report:
         if not s.findings:
             L.append("No findings.")
         else:
-            L += ["| rule | severity | findings | fix | chapter |", "|---|---|---:|---|---|"]
+            L += img("findings", "findings per rule")
+            why = ("why | ", "---|") if detail else ("", "")
+            L += [f"| rule | severity | findings | {why[0]}fix | chapter |", f"|---|---|---:|{why[1]}---|---|"]
             for rid, n in s.counts().items():
                 ru = rule(rid)
-                L.append(f"| `{rid}` | {ru.severity} | {n} | {_md(ru.fix)} | {_md(', '.join(ru.docs)) or '–'} |")
+                cells = [_code(rid), ru.severity, str(n), *([_md(ru.why)] if detail else [])]
+                cells += [_md(ru.fix), _md(", ".join(ru.docs)) or "–"]
+                L.append("| " + " | ".join(cells) + " |")
         if s.findings and max_findings:
-            L += ["", "| where | severity | rule | what |", "|---|---|---|---|"]
+            code = (" code |", "---|") if detail else ("", "")
+            L += ["", f"| where | severity | rule | what |{code[0]}", f"|---|---|---|---|{code[1]}"]
             for f in s.findings[:max_findings]:
-                L.append(f"| `{_md(f.path)}:{f.line}` | {f.severity} | `{f.rule}` | {_md(f.message)} |")
+                cells = [_code(f"{f.path}:{f.line}"), f.severity, _code(f.rule), _md(f.message)]
+                if detail:
+                    cells.append(_code(f.snippet) if f.snippet else "")
+                L.append("| " + " | ".join(cells) + " |")
             if len(s.findings) > max_findings:
-                L.append(f"| … | | | {len(s.findings) - max_findings} more |")
+                L.append(f"| … | | | {len(s.findings) - max_findings} more (see the JSON report) |" + " |" * detail)
         if s.warnings:
-            L += ["", "Not scanned: " + "; ".join(f"`{_md(w.path)}` ({_md(w.reason)})" for w in s.warnings)]
+            L += ["", "Not scanned: " + "; ".join(f"{_code(w.path)} ({_md(w.reason)})" for w in s.warnings)]
         if self.ops is not None:
             L += ["", h("Ops per target"), ""]
             if self.ops.error:
-                L.append(f"Could not trace `{self.ops.entry}`: {self.ops.error}")
+                L.append(f"Could not trace {_code(self.ops.entry)}: {_md(self.ops.error)}")
             else:
+                inputs = ", ".join(_code(i) for i in self.ops.inputs) or "(its example_inputs)"
                 L += [
-                    f"`{self.ops.entry}` with inputs {', '.join(self.ops.inputs) or '(its example_inputs)'} dispatched "
+                    f"{_code(self.ops.entry)} with inputs {inputs} dispatched "
                     f"{self.ops.ops} distinct ATen ops ({self.ops.calls} calls).",
                     "",
                     "| target | " + " | ".join(_STATUSES) + " |",
                     "|---|" + "---:|" * len(_STATUSES),
                 ]
                 for t, counts in self.ops.per_target.items():
-                    L.append(f"| {t} | " + " | ".join(str(counts.get(st, 0)) for st in _STATUSES) + " |")
+                    L.append(f"| {_md(t)} | " + " | ".join(str(counts.get(st, 0)) for st in _STATUSES) + " |")
                 if any(self.ops.problems.values()):
                     L.append("")  # a list right after a table would be read as one more row
                 for t, rows in self.ops.problems.items():
                     for row in rows:
-                        L.append(f"- {t}: `{row['op']}` {row['status']} ({_md(row['via'])}) at {_md(row['site'])}")
+                        calls = f"{row['count']} calls, " if "count" in row else ""
+                        L.append(
+                            f"- {_md(t)}: {_code(row['op'])} {row['status']} ({calls}{_md(row['via'])}) "
+                            f"at {_md(row['site'])}"
+                        )
         if self.probe is not None:
             L += ["", h(f"Recompile probe ({self.probe.target})"), ""]
-            if self.probe.banner:
+            if self.probe.banner and detail:
+                L += ["~~~~text", self.probe.banner, "~~~~", ""]
+            elif self.probe.banner:
                 L += [f"Backend: {_md(self.probe.banner.splitlines()[0])}", ""]
             if self.probe.error:
-                L.append(f"Probe failed: {self.probe.error}")
+                L.append(f"Probe failed: {_md(self.probe.error)}")
             else:
+                L += img("probe", "compiles per probe call")
                 L += [
                     "| call | pass | inputs | new shape | compiles | compile s | wall s |",
                     "|---:|---:|---|---|---:|---:|---:|",
@@ -237,17 +271,12 @@ class Report:
                     cs = f"{c.compile_s:.2f}" if c.compile_s is not None else "–"
                     err = f" ({_md(c.error)})" if c.error else ""
                     L.append(
-                        f"| {c.index} | {c.repeat} | `{c.inputs}`{err} | {'yes' if c.new_shape else 'no'} | "
+                        f"| {c.index} | {c.repeat} | {_code(c.inputs)}{err} | {'yes' if c.new_shape else 'no'} | "
                         f"{c.compiles} | {cs} | {c.wall_s:.2f} |"
                     )
-                L += ["", self.probe.verdict() + "."]
-        L += [
-            "",
-            h("Effort"),
-            "",
-            "| class | findings | units | person-weeks per unit | person-weeks |",
-            "|---|---:|---:|---:|---:|",
-        ]
+                L += ["", _md(self.probe.verdict()) + "."]
+        L += ["", h("Effort"), "", *img("effort", "person-weeks per class")]
+        L += ["| class | findings | units | person-weeks per unit | person-weeks |", "|---|---:|---:|---:|---:|"]
         for er in e.rows:
             L.append(
                 f"| {er.category} | {er.findings} | {er.units:g} {er.unit} | {er.weeks_per_unit:g} | {er.weeks:.2f} |"
@@ -255,11 +284,11 @@ class Report:
         L.append(f"| validation | | | {e.value('validation_share'):g} × engineering | {e.validation_weeks:.2f} |")
         L.append(f"| **total** | {len(s.findings)} | | | **{e.total_weeks:.2f}** |")
         L += ["", "Assumptions (override in `[tool.xlaport.effort]` or with `--assume KEY=VALUE`):", ""]
-        L += [f"- `{a.key}` = {a.value:g} {a.unit}: {a.what} ({a.source})" for a in e.assumptions]
+        L += [f"- {_code(a.key)} = {a.value:g} {_md(a.unit)}: {_md(a.what)} ({_md(a.source)})" for a in e.assumptions]
         if self.cost is not None:
-            L += ["", h("Break-even"), "", "| | |", "|---|---|"]
+            L += ["", h("Break-even"), "", *img("cost", "cumulative net"), "| | |", "|---|---|"]
             for k, v in _cost_rows(self.cost):
-                L.append(f"| {k} | {_md(v)} |")
+                L.append(f"| {_md(k)} | {_md(v)} |")
         L += ["", "Times: " + ", ".join(f"{k} {v:.1f} s" for k, v in self.timings.items()) + "."]
         return "\n".join(L) + "\n"
 
@@ -327,130 +356,16 @@ class Report:
         return out
 
     def to_html(self, max_findings: int = 300) -> str:
-        """A self-contained page: inline CSS, tables, plots as inline base64 PNGs; nothing fetched."""
-        s, e = self.scan, self.effort
-        p = self.plots()
-        esc = html.escape
-        from ..scan import rule
+        """A self-contained page: :meth:`to_markdown` in detail, with the plots as inline base64 PNGs, converted by
+        markdown-it-py (raw HTML in a finding is shown as text), with inline CSS; nothing is fetched."""
+        from markdown_it import MarkdownIt
 
-        def table(head: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-            th = "".join(f"<th>{esc(str(h))}</th>" for h in head)
-            body = "".join("<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in r) + "</tr>" for r in rows)
-            return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
-
-        def img(key: str, alt: str) -> str:
-            return f'<img alt="{esc(alt)}" src="data:image/png;base64,{p[key]}">' if key in p else ""
-
-        sev = s.by_severity()
-        parts = [
-            f"<h1>xlaport doctor: {esc(self.path)}</h1>",
-            f"<p class=lead><b>{len(s.findings)} findings</b> ({sev['error']} errors, {sev['warning']} warnings, "
-            f"{sev['note']} notes) in {s.files} files and {s.lines:,} lines; {e.kernels} custom kernels "
-            f"({e.kernel_lines} lines); estimated effort <b>{e.total_weeks:.1f} person-weeks</b>.</p>",
-        ]
-        if self.probe is not None:
-            parts.append(
-                f"<p>Recompile probe on <code>{esc(self.probe.target)}</code>: {esc(self.probe.verdict())}.</p>"
-            )
-        if self.cost is not None:
-            parts.append(
-                f"<p>Break-even: {esc(_months(self.cost['break_even_months']))}; verdict "
-                f"<b>{esc(self.cost['verdict'])}</b>.</p>"
-            )
-        parts += ["<h2>Scan</h2>", img("findings", "findings per rule")]
-        parts.append(
-            table(
-                ["rule", "severity", "findings", "why", "fix", "chapter"],
-                [
-                    (rid, rule(rid).severity, n, rule(rid).why, rule(rid).fix, ", ".join(rule(rid).docs))
-                    for rid, n in s.counts().items()
-                ],
-            )
-        )
-        parts.append("<h3>Findings</h3>")
-        parts.append(
-            table(
-                ["where", "severity", "rule", "what", "code"],
-                [(f"{f.path}:{f.line}", f.severity, f.rule, f.message, f.snippet) for f in s.findings[:max_findings]],
-            )
-        )
-        if len(s.findings) > max_findings:
-            parts.append(f"<p>… and {len(s.findings) - max_findings} more (see the JSON report).</p>")
-        if s.warnings:
-            parts += ["<h3>Not scanned</h3>", table(["path", "why"], [(w.path, w.reason) for w in s.warnings])]
-        if self.ops is not None:
-            parts.append("<h2>Ops per target</h2>")
-            if self.ops.error:
-                parts.append(f"<p>Could not trace <code>{esc(self.ops.entry)}</code>: {esc(self.ops.error)}</p>")
-            else:
-                parts.append(
-                    f"<p><code>{esc(self.ops.entry)}</code> dispatched {self.ops.ops} distinct ATen ops "
-                    f"({self.ops.calls} calls).</p>"
-                )
-                parts.append(
-                    table(
-                        ["target", *_STATUSES],
-                        [(t, *[c.get(x, 0) for x in _STATUSES]) for t, c in self.ops.per_target.items()],
-                    )
-                )
-                rows = [
-                    (t, r["op"], r["status"], r["count"], r["via"], r["site"])
-                    for t, rs in self.ops.problems.items()
-                    for r in rs
-                ]
-                if rows:
-                    parts.append(table(["target", "op", "status", "calls", "how decided", "first call site"], rows))
-        if self.probe is not None:
-            parts.append(f"<h2>Recompile probe ({esc(self.probe.target)})</h2>")
-            if self.probe.banner:
-                parts.append(f"<pre>{esc(self.probe.banner)}</pre>")
-            if self.probe.error:
-                parts.append(f"<p>Probe failed: {esc(self.probe.error)}</p>")
-            else:
-                parts.append(img("probe", "compiles per probe call"))
-                parts.append(
-                    table(
-                        ["call", "pass", "inputs", "new shape", "compiles", "compile s", "wall s", "error"],
-                        [
-                            (
-                                c.index,
-                                c.repeat,
-                                c.inputs,
-                                "yes" if c.new_shape else "no",
-                                c.compiles,
-                                "–" if c.compile_s is None else f"{c.compile_s:.2f}",
-                                f"{c.wall_s:.2f}",
-                                c.error or "",
-                            )
-                            for c in self.probe.calls
-                        ],
-                    )
-                )
-        parts += ["<h2>Effort</h2>", img("effort", "person-weeks per class")]
-        erows: list[Sequence[Any]] = [
-            (r.category, r.findings, f"{r.units:g} {r.unit}", f"{r.weeks_per_unit:g}", f"{r.weeks:.2f}") for r in e.rows
-        ]
-        erows.append(
-            ("validation", "", "", f"{e.value('validation_share'):g} × engineering", f"{e.validation_weeks:.2f}")
-        )
-        erows.append(("total", len(s.findings), "", "", f"{e.total_weeks:.2f}"))
-        parts.append(table(["class", "findings", "units", "person-weeks per unit", "person-weeks"], erows))
-        parts.append("<h3>Assumptions</h3>")
-        parts.append(
-            table(
-                ["key", "value", "unit", "what", "from"],
-                [(a.key, f"{a.value:g}", a.unit, a.what, a.source) for a in e.assumptions],
-            )
-        )
-        if self.cost is not None:
-            parts += ["<h2>Break-even</h2>", img("cost", "cumulative net"), table(["", ""], _cost_rows(self.cost))]
-        parts.append(
-            "<p class=small>Times: " + esc(", ".join(f"{k} {v:.1f} s" for k, v in self.timings.items())) + ".</p>"
-        )
+        md = self._markdown(max_findings, 1, detail=True, images=self.plots())
+        body = MarkdownIt("commonmark", {"html": False}).enable("table").render(md)
         return (
             "<!doctype html><html><head><meta charset=utf-8>"
-            f"<title>xlaport doctor: {esc(self.path)}</title><style>{_CSS}</style></head><body>"
-            + "\n".join(x for x in parts if x)
+            f"<title>xlaport doctor: {html.escape(self.path)}</title><style>{_CSS}</style></head><body>\n"
+            + body
             + "</body></html>\n"
         )
 
@@ -477,8 +392,28 @@ def _json_default(o: Any) -> Any:
     return str(o)
 
 
-def _md(s: str) -> str:
-    return str(s).replace("|", "\\|").replace("\n", " ")
+_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")  # a code span inside a message: `x.cuda()`
+# What markdown (or MyST's dollar maths) would act on; an underscore only at a word's edge (snake_case stays).
+_ACTIVE = re.compile(r"([\\`*\[\]<>&|$]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
+
+
+def _md(s: object) -> str:
+    """Text for a markdown line or table cell, shown as it is: its code spans kept, raw HTML, entities, emphasis,
+    pipes and dollar signs escaped; one line."""
+    text, out, pos = str(s).replace("\n", " "), [], 0
+    for m in _SPAN.finditer(text):
+        out += [_ACTIVE.sub(r"\\\1", text[pos : m.start()]), _code(m[2])]
+        pos = m.end()
+    out.append(_ACTIVE.sub(r"\\\1", text[pos:]))
+    return "".join(out)
+
+
+def _code(s: object) -> str:
+    """`s` as a code span that survives a table cell: fenced by more backticks than it holds, pipes escaped."""
+    text = str(s).replace("\n", " ").replace("|", "\\|")
+    ticks = "`" * (max((len(r) for r in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
 def _months(m: float) -> str:
