@@ -7,7 +7,8 @@
 >>> res.to_sarif()                              # SARIF 2.1.0 for GitHub code scanning
 
 Modules: :mod:`~xlaport.scan.rules` (the rules as data: id, severity, why, fix, chapter),
-:mod:`~xlaport.scan.walker` (one walk of each syntax tree applies every rule),
+:mod:`~xlaport.scan.walker` (one walk of each syntax tree, keeping the context the checks need),
+:mod:`~xlaport.scan.checks` (one function per rule per node type, registered with ``walker.check``),
 :mod:`~xlaport.scan.engine` (files, suppressions, parallel scan, never crashes on what it reads),
 :mod:`~xlaport.scan.config` (``[tool.xlaport]`` in the scanned project's ``pyproject.toml``),
 :mod:`~xlaport.scan.output` (table, JSON, SARIF, markdown). Torch-free: nothing here imports torch or

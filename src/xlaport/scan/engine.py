@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from .checks import dependency_advice
 from .config import FAIL_LEVELS, ScanConfig, find_pyproject, load_config
 from .rules import RULES, mapping_fix, rule, severity_rank
-from .walker import Hit, analyse, dependency_advice
+from .walker import Hit, analyse
 
 __all__ = ["Finding", "ScanWarning", "ScanResult", "scan", "scan_source", "SKIP_DIRS"]
 

@@ -1,7 +1,7 @@
 """The rules ``xlaport scan`` applies: each with an id, a severity, a one-line why, the fix and the chapter.
 
-Rules are data (:data:`RULES`); the detection for all of them happens in one walk of each file's syntax
-tree (:mod:`xlaport.scan.walker`). Where the API-mapping table (``reference/data/api_mapping.toml``) has a
+Rules are data (:data:`RULES`); each rule's detection is one function per node type in
+:mod:`xlaport.scan.checks`, all applied in one walk of each file's syntax tree (:mod:`xlaport.scan.walker`). Where the API-mapping table (``reference/data/api_mapping.toml``) has a
 row for the ``torch.cuda`` call a finding names, the finding's fix is taken from that row
 (:func:`mapping_fix`), and a call TorchTPU 0.2.0 makes raise (or lacks) is an ``error``.
 

@@ -1,0 +1,555 @@
+"""The scanner's checks: one function per rule per node type, registered with :func:`~xlaport.scan.walker.check`.
+
+Each section below is one rule of :data:`xlaport.scan.rules.RULES` (which holds its severity, why, fix and
+chapter); each function in it looks at one kind of node, with the context the walker keeps
+(:class:`~xlaport.scan.walker.Walker`: imports, scope, loops, the tensor inference). To add a rule, add its
+row to ``RULES`` and its checks here.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from .walker import DEFAULTS, Walker, check
+
+__all__ = ["CUDA_ONLY_PACKAGES", "dependency_advice", "device_string", "nccl_string"]
+
+# Import name -> (distribution names in requirements files, what to use instead)
+CUDA_ONLY_PACKAGES: dict[str, tuple[tuple[str, ...], str]] = {
+    "apex": (
+        ("apex", "nvidia-apex"),
+        "torch.autocast and torch.optim's fused optimizers replace apex.amp and FusedAdam",
+    ),
+    "bitsandbytes": (("bitsandbytes",), "keep bf16 weights and optimizer state, or quantize with torchao"),
+    "flash_attn": (("flash-attn", "flash_attn"), "torch.nn.functional.scaled_dot_product_attention"),
+    "xformers": (("xformers",), "torch.nn.functional.scaled_dot_product_attention"),
+    "deepspeed": (("deepspeed",), "FSDP2 (TorchNeuron) or FSDPv2/SPMD (torch_xla); DeepSpeed's ops are CUDA"),
+    "cupy": (("cupy",), "torch ops on the device, or NumPy on the host"),
+    "cupyx": (("cupy",), "torch ops on the device, or NumPy/SciPy on the host"),
+    "pycuda": (("pycuda",), "torch ops, or a Pallas/NKI kernel"),
+    "triton": (("triton",), "Pallas (TorchTPU) or NKI (TorchNeuron); the kernels are counted by triton-kernel"),
+    "transformer_engine": (("transformer-engine", "transformer_engine"), "bf16 autocast; fp8 recipes differ per chip"),
+    "mamba_ssm": (("mamba-ssm", "mamba_ssm"), "a PyTorch reference implementation of the scan, or a Pallas/NKI kernel"),
+    "causal_conv1d": (("causal-conv1d", "causal_conv1d"), "torch.nn.functional.conv1d with left padding"),
+    "liger_kernel": (("liger-kernel", "liger_kernel"), "the plain PyTorch ops it fuses (XLA fuses them too)"),
+    "tensorrt": (("tensorrt",), "torch.compile with the target's backend"),
+    "torch_tensorrt": (("torch-tensorrt", "torch_tensorrt"), "torch.compile with the target's backend"),
+    "pynvml": (("pynvml", "nvidia-ml-py"), "torch.accelerator memory queries, or the vendor's monitoring tools"),
+    "nvidia": (("nvidia-dali",), "a torch DataLoader on the host"),
+}
+_DIST_TO_IMPORT = {d: imp for imp, (dists, _) in CUDA_ONLY_PACKAGES.items() for d in dists}
+
+
+def dependency_advice(requirement_name: str) -> tuple[str, str] | None:
+    """(package, advice) if a requirements-file name is a CUDA-only package, else None."""
+    n = requirement_name.lower().replace("_", "-")
+    if n.startswith("cupy"):
+        n = "cupy"
+    imp = _DIST_TO_IMPORT.get(n) or _DIST_TO_IMPORT.get(n.replace("-", "_"))
+    if imp is None:
+        return None
+    return n, CUDA_ONLY_PACKAGES[imp][1]
+
+
+_STREAM_NAMES = {
+    "Stream",
+    "ExternalStream",
+    "Event",
+    "stream",
+    "current_stream",
+    "default_stream",
+    "set_stream",
+    "CUDAGraph",
+    "graph",
+    "graphs",
+    "make_graphed_callables",
+    "StreamContext",
+}
+_AUTOCAST = {"torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.amp.autocast_mode.autocast"}
+_SCALER = {"torch.amp.GradScaler", "torch.cuda.amp.GradScaler", "torch.GradScaler", "torch.amp.grad_scaler.GradScaler"}
+_DYNAMIC_OPS = {"nonzero", "unique", "unique_consecutive", "masked_select", "argwhere"}
+_CAT = {"torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.hstack", "torch.vstack", "torch.dstack"}
+_EXTENSIONS = {
+    "torch.utils.cpp_extension.load_inline": "load_inline",
+    "torch.utils.cpp_extension.CUDAExtension": "CUDAExtension",
+    "cupy.RawKernel": "cupy.RawKernel",
+    "cupy.RawModule": "cupy.RawModule",
+    "cupy.ElementwiseKernel": "cupy.ElementwiseKernel",
+    "cupy.ReductionKernel": "cupy.ReductionKernel",
+    "pycuda.compiler.SourceModule": "pycuda SourceModule",
+}
+_TRITON_DECOS = {"triton.jit", "triton.autotune", "triton.heuristics", "torch.library.triton_op"}
+_SYNC_METHODS = {"item", "tolist", "numpy"}
+_SYNC_BUILTINS = {"float", "int", "bool"}
+_CONDITION_TORCH = {
+    "any",
+    "all",
+    "equal",
+    "allclose",
+    "isclose",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "is_nonzero",
+    "gt",
+    "lt",
+    "ge",
+    "le",
+    "eq",
+    "ne",
+    "count_nonzero",
+    "logical_and",
+    "logical_or",
+    "logical_not",
+}
+_DEVICE_STR = re.compile(r"^cuda(?::\d+)?$")
+_DEVICE_CALLS = {"to", "device", "Generator", "set_default_device", "get_device_module"}
+_DEVICE_KEYWORDS = {"device", "map_location", "device_type"}
+_GROUP_CALLS = {"init_process_group", "new_group", "new_subgroups"}
+
+
+# --------------------------------------------------------------------------- shared helpers
+def device_string(e: ast.AST | None) -> str | None:
+    """The CUDA device string an expression spells (``"cuda"``, ``"cuda:0"``, ``f"cuda:{i}"``), or None."""
+    if e is None:
+        return None
+    c = e.__class__
+    if c is ast.Constant:
+        v = e.value  # type: ignore[attr-defined]
+        return v if isinstance(v, str) and _DEVICE_STR.match(v) else None
+    if c is ast.JoinedStr:
+        first = e.values[0] if e.values else None  # type: ignore[attr-defined]
+        if first is not None and first.__class__ is ast.Constant and str(first.value).startswith("cuda:"):
+            return "cuda:{...}"
+        return None
+    if c is ast.IfExp:
+        return device_string(e.body) or device_string(e.orelse)  # type: ignore[attr-defined]
+    if c is ast.BoolOp:
+        for v in e.values:  # type: ignore[attr-defined]
+            s = device_string(v)
+            if s:
+                return s
+    return None
+
+
+def nccl_string(e: ast.AST | None) -> bool:
+    """True when an expression is (or may be) the string ``"nccl"`` (also ``"cpu:gloo,cuda:nccl"``)."""
+    if e is None:
+        return False
+    if e.__class__ is ast.Constant:
+        v = e.value
+        return isinstance(v, str) and "nccl" in v.lower() and len(v) < 40
+    if e.__class__ is ast.IfExp:
+        return nccl_string(e.body) or nccl_string(e.orelse)
+    return False
+
+
+def _torch_cuda_head(q: str) -> tuple[str, str] | None:
+    """For ``torch.cuda.X.Y``: (``X``, the rest after ``torch.cuda.``); None for other names."""
+    if q == "torch.cuda":
+        return "", ""
+    if q.startswith("torch.cuda."):
+        rest = q[len("torch.cuda.") :]
+        return rest.split(".", 1)[0], rest
+    return None
+
+
+def _shown(q: str, called: bool) -> str:
+    return f"`{q}{'()' if called else ''}`"
+
+
+def _strings(e: ast.AST) -> list[str]:
+    return [n.value for n in ast.walk(e) if n.__class__ is ast.Constant and isinstance(n.value, str)]
+
+
+def _string_lines(e: ast.AST) -> int:
+    return sum(s.count("\n") + 1 for s in _strings(e) if "\n" in s or "__global__" in s)
+
+
+# --------------------------------------------------------------------------- cuda-device
+@check("cuda-device", ast.Call)
+def cuda_device_call(w: Walker, node: ast.Call) -> None:
+    attr, q = w.attr, w.q or ""
+    if attr == "cuda" and node.func.__class__ is ast.Attribute and not q.startswith("torch.cuda"):
+        w.hit("cuda-device", node, "`.cuda()` moves to a CUDA device", detail=".cuda()")
+    if attr in _DEVICE_CALLS or q == "torch.device":
+        for a in node.args[:2]:
+            s = device_string(a)
+            if s:
+                w.hit("cuda-device", a, f'device string "{s}"', detail=s)
+    if q not in _AUTOCAST:
+        for k in node.keywords:
+            if k.arg in _DEVICE_KEYWORDS:
+                s = device_string(k.value)
+                if s:
+                    w.hit("cuda-device", k.value, f'{k.arg}="{s}"', detail=s)
+
+
+@check("cuda-device", ast.Assign, ast.AnnAssign)
+def cuda_device_assign(w: Walker, node: Any) -> None:
+    for t in w.assign_targets(node):
+        if t.__class__ is ast.Name:
+            low = t.id.lower()
+            if "device" in low or low in ("dev", "map_location"):
+                s = device_string(node.value)
+                if s:
+                    w.hit("cuda-device", node.value, f'`{t.id} = "{s}"`', detail=s)
+
+
+@check("cuda-device", DEFAULTS)
+def cuda_device_default(w: Walker, args: ast.arguments) -> None:
+    for a, d in w.defaults(args):
+        if "device" in a.arg.lower():
+            s = device_string(d)
+            if s:
+                w.hit("cuda-device", d, f'default {a.arg}="{s}"', detail=s)
+
+
+# --------------------------------------------------------------------------- cuda-amp
+@check("cuda-amp", ast.Call)
+def cuda_amp_call(w: Walker, node: ast.Call) -> None:
+    q, attr = w.q, w.attr
+    if q is not None and q.startswith("torch."):
+        if q in _AUTOCAST:
+            _autocast(w, node, q)
+        elif q in _SCALER:
+            w.hit("cuda-amp", node, f"`{q}()`: loss scaling for fp16", detail=q)
+        else:
+            head = _torch_cuda_head(q)
+            if head is not None and head[0] == "amp":
+                w.hit("cuda-amp", node, f"{_shown(q, True)}: CUDA automatic mixed precision", detail=q)
+    elif q is not None and attr == "GradScaler" and q not in _EXTENSIONS:
+        w.hit("cuda-amp", node, "`GradScaler()`: loss scaling for fp16", detail="GradScaler")
+    if attr == "half" and node.func.__class__ is ast.Attribute and not node.args:
+        w.hit("cuda-amp", node, "`.half()`: fp16 weights or activations", detail=".half()")
+
+
+@check("cuda-amp", ast.Attribute)
+def cuda_amp_name(w: Walker, node: ast.Attribute) -> None:
+    q = w.q or ""
+    head = _torch_cuda_head(q)
+    if head is not None and head[0] == "amp":
+        w.hit("cuda-amp", node, f"{_shown(q, False)}: CUDA automatic mixed precision", detail=q)
+
+
+def _autocast(w: Walker, node: ast.Call, q: str) -> None:
+    device = node.args[0] if node.args else None
+    dtype = node.args[1] if len(node.args) > 1 else None
+    for k in node.keywords:
+        if k.arg == "device_type":
+            device = k.value
+        elif k.arg == "dtype":
+            dtype = k.value
+    dev = device.value if isinstance(device, ast.Constant) else None
+    dt = w.dotted(dtype) if dtype is not None else None
+    fp16 = dt in ("torch.float16", "torch.half")
+    if q == "torch.cuda.amp.autocast":
+        w.hit("cuda-amp", node, "`torch.cuda.amp.autocast()`: CUDA fp16 autocast", detail=q)
+    elif dev == "cuda" or fp16:
+        what = ", ".join(x for x in (f'"{dev}"' if dev == "cuda" else "", "float16" if fp16 else "") if x)
+        w.hit("cuda-amp", node, f"`{q}({what})`: CUDA fp16 autocast", detail=q)
+
+
+# --------------------------------------------------------------------------- cuda-api
+def _cuda_api(w: Walker, node: ast.AST, q: str, called: bool) -> None:
+    if q.startswith("torch.") and q not in _AUTOCAST and q not in _SCALER:
+        head = _torch_cuda_head(q)
+        if head is not None:
+            if head[1] and head[0] != "amp" and head[0] != "nccl" and head[0] not in _STREAM_NAMES:
+                w.hit("cuda-api", node, _shown(q, called), detail=q)
+        elif q.startswith(("torch.backends.cudnn", "torch.backends.cuda")):
+            w.hit("cuda-api", node, f"`{q}`: a CUDA/cuDNN switch", detail=q)
+
+
+@check("cuda-api", ast.Call)
+def cuda_api_call(w: Walker, node: ast.Call) -> None:
+    if w.q is not None:
+        _cuda_api(w, node, w.q, True)
+
+
+@check("cuda-api", ast.Attribute)
+def cuda_api_name(w: Walker, node: ast.Attribute) -> None:
+    q = w.q
+    if q is not None:
+        _cuda_api(w, node, q, False)
+
+
+# --------------------------------------------------------------------------- cuda-streams
+def _cuda_streams(w: Walker, node: ast.AST, q: str, called: bool) -> None:
+    head = _torch_cuda_head(q)
+    if head is not None and head[0] in _STREAM_NAMES and q not in _AUTOCAST:
+        w.hit("cuda-streams", node, f"{_shown(q, called)}: CUDA stream/event/graph", detail=q)
+
+
+@check("cuda-streams", ast.Call)
+def cuda_streams_call(w: Walker, node: ast.Call) -> None:
+    if w.q is not None:
+        _cuda_streams(w, node, w.q, True)
+    if w.attr in ("record_stream", "wait_stream") and node.func.__class__ is ast.Attribute:
+        w.hit("cuda-streams", node, f"`.{w.attr}()`: CUDA stream bookkeeping", detail=w.attr)
+
+
+@check("cuda-streams", ast.Attribute)
+def cuda_streams_name(w: Walker, node: ast.Attribute) -> None:
+    q = w.q
+    if q is not None:
+        _cuda_streams(w, node, q, False)
+
+
+# --------------------------------------------------------------------------- nccl-backend
+def _nccl_name(w: Walker, node: ast.AST, q: str, called: bool) -> None:
+    head = _torch_cuda_head(q)
+    if head is not None and head[0] == "nccl":
+        w.hit("nccl-backend", node, f"{_shown(q, called)}: NCCL bindings", detail=q)
+    elif q.startswith("torch.distributed.Backend.NCCL"):
+        w.hit("nccl-backend", node, f"`{q}`", detail=q)
+
+
+@check("nccl-backend", ast.Call)
+def nccl_call(w: Walker, node: ast.Call) -> None:
+    if w.q is not None:
+        _nccl_name(w, node, w.q, True)
+    for k in node.keywords:
+        if k.arg == "backend" and nccl_string(k.value):
+            w.hit("nccl-backend", k.value, 'backend "nccl"', detail="nccl")
+    if w.attr in _GROUP_CALLS and node.args and nccl_string(node.args[0]):
+        w.hit("nccl-backend", node.args[0], f'`{w.attr}("nccl")`', detail="nccl")
+
+
+@check("nccl-backend", ast.Attribute)
+def nccl_name(w: Walker, node: ast.Attribute) -> None:
+    q = w.q
+    if q is not None:
+        _nccl_name(w, node, q, False)
+
+
+@check("nccl-backend", ast.Assign, ast.AnnAssign)
+def nccl_assign(w: Walker, node: Any) -> None:
+    for t in w.assign_targets(node):
+        if t.__class__ is ast.Name and "backend" in t.id.lower() and nccl_string(node.value):
+            w.hit("nccl-backend", node.value, f'`{t.id} = "nccl"`', detail="nccl")
+
+
+@check("nccl-backend", DEFAULTS)
+def nccl_default(w: Walker, args: ast.arguments) -> None:
+    for a, d in w.defaults(args):
+        low = a.arg.lower()
+        if "device" not in low and "backend" in low and nccl_string(d):
+            w.hit("nccl-backend", d, f'default {a.arg}="nccl"', detail="nccl")
+
+
+# --------------------------------------------------------------------------- cuda-only-dependency
+@check("cuda-only-dependency", ast.Import, ast.ImportFrom)
+def cuda_only_import(w: Walker, node: Any) -> None:
+    if node.__class__ is ast.Import:
+        modules = [a.name for a in node.names]
+    else:
+        if node.level or not node.module:
+            return
+        modules = [node.module]
+    for module in modules:
+        top = module.split(".", 1)[0]
+        info = CUDA_ONLY_PACKAGES.get(top)
+        if info is None or (top == "nvidia" and not module.startswith("nvidia.dali")):
+            continue
+        key = ("cuda-only-dependency", top)
+        if key in w.once:
+            continue  # one finding per package per file
+        w.once.add(key)
+        optional = w.optional_import > 0
+        what = "optional import" if optional else "import"
+        w.hit(
+            "cuda-only-dependency",
+            node,
+            f"{what} of `{module}` (CUDA only); instead: {info[1]}",
+            detail=top,
+            severity="warning" if optional else "",
+        )
+
+
+@check("cuda-only-dependency", ast.Call)
+def cuda_only_setup(w: Walker, node: ast.Call) -> None:
+    q = w.q
+    if q is None or q.startswith("torch.") or q in _EXTENSIONS or w.attr != "setup" or not q.endswith("setup"):
+        return
+    for k in node.keywords:
+        if k.arg not in ("install_requires", "extras_require", "setup_requires"):
+            continue
+        for s in _strings(k.value):
+            m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", s)
+            adv = dependency_advice(m.group(1)) if m else None
+            if adv is not None:
+                w.hit("cuda-only-dependency", node, f"`{s.strip()}` in {k.arg} (CUDA only); instead: {adv[1]}", adv[0])
+
+
+# --------------------------------------------------------------------------- triton-kernel
+@check("triton-kernel", ast.FunctionDef, ast.AsyncFunctionDef)
+def triton_kernel(w: Walker, node: Any) -> None:
+    decos = node.decorator_list
+    for d in decos:
+        target = d.func if d.__class__ is ast.Call else d
+        q = w.dotted(target) or ""
+        if q in _TRITON_DECOS or (q.startswith("triton.") and q.endswith((".jit", ".autotune"))):
+            first = min(x.lineno for x in decos)
+            lines = (getattr(node, "end_lineno", None) or node.lineno) - first + 1
+            w.hit("triton-kernel", d, f"Triton kernel `{node.name}` ({lines} lines)", detail=node.name, lines=lines)
+            return
+
+
+# --------------------------------------------------------------------------- cuda-extension
+@check("cuda-extension", ast.Call)
+def cuda_extension(w: Walker, node: ast.Call) -> None:
+    q = w.q
+    if q is None:
+        return
+    if q in _EXTENSIONS:
+        if q != "torch.utils.cpp_extension.load_inline" or any(
+            k.arg in ("cuda_sources", "with_cuda") for k in node.keywords
+        ):
+            _extension(w, node, _EXTENSIONS[q])
+    elif q == "torch.utils.cpp_extension.load" and any(s.endswith((".cu", ".cuh")) for s in _strings(node)):
+        _extension(w, node, "cpp_extension.load")
+
+
+def _extension(w: Walker, node: ast.Call, what: str) -> None:
+    lines = 0
+    for k in node.keywords:
+        if k.arg in ("cuda_sources", "cuda_source") or (k.arg == "code" and what.startswith(("cupy", "pycuda"))):
+            lines += _string_lines(k.value)
+    if what.startswith(("cupy", "pycuda")) and node.args:
+        lines += _string_lines(node.args[0])
+    n = f" ({lines} lines of CUDA C++)" if lines else ""
+    w.hit("cuda-extension", node, f"`{what}` compiles a CUDA kernel{n}", detail=what, lines=lines)
+
+
+# --------------------------------------------------------------------------- dynamic-shape-op
+@check("dynamic-shape-op", ast.Call)
+def dynamic_shape_op(w: Walker, node: ast.Call) -> None:
+    attr, q = w.attr, w.q or ""
+    fcls = node.func.__class__
+    if attr in _DYNAMIC_OPS and fcls in (ast.Attribute, ast.Name):
+        if not q.startswith(("numpy.", "np.", "pandas.", "pd.")) and not any(k.arg == "size" for k in node.keywords):
+            w.hit("dynamic-shape-op", node, f"`{attr}` has a data-dependent output shape", detail=attr)
+    elif attr == "where" and q.startswith("torch.") and len(node.args) == 1 and not node.keywords:
+        w.hit("dynamic-shape-op", node, "one-argument `torch.where` is `nonzero`", detail="where")
+
+
+# --------------------------------------------------------------------------- boolean-mask-index
+@check("boolean-mask-index", ast.Subscript)
+def boolean_mask_index(w: Walker, node: ast.Subscript) -> None:
+    sl = node.slice
+    elts = sl.elts if sl.__class__ is ast.Tuple else (sl,)
+    for e in elts:
+        if e.__class__ is not ast.Slice and w.is_mask(e):
+            w.hit("boolean-mask-index", node, "indexing with a boolean mask has a data-dependent shape")
+            return
+
+
+# --------------------------------------------------------------------------- variable-length-batch
+@check("variable-length-batch", ast.Call)
+def variable_length_batch(w: Walker, node: ast.Call) -> None:
+    if w.attr == "pad_sequence" and not any(k.arg in ("padding_side",) for k in node.keywords):
+        w.hit("variable-length-batch", node, "`pad_sequence` pads to the longest in each batch: a shape per batch")
+    for k in node.keywords:
+        v = k.value
+        if k.arg == "padding" and isinstance(v, ast.Constant) and (v.value is True or v.value == "longest"):
+            w.hit("variable-length-batch", v, f"padding={v.value!r} pads to the longest in each batch")
+
+
+# --------------------------------------------------------------------------- host-sync-in-loop
+@check("host-sync-in-loop", ast.Call)
+def host_sync_in_loop(w: Walker, node: ast.Call) -> None:
+    if w.scope.loops <= 0:
+        return
+    attr, fcls = w.attr, node.func.__class__
+    if attr in _SYNC_METHODS and fcls is ast.Attribute and not node.args:
+        w.hit("host-sync-in-loop", node, f"`.{attr}()` in a loop copies to the host every iteration")
+    elif fcls is ast.Name and attr == "print":
+        for a in node.args:
+            if _prints_tensor(w, a):
+                w.hit("host-sync-in-loop", node, "`print` of a tensor in a loop syncs every iteration")
+                return
+    elif fcls is ast.Name and attr in _SYNC_BUILTINS and len(node.args) == 1 and w.is_tensor(node.args[0]):
+        w.hit("host-sync-in-loop", node, f"`{attr}(tensor)` in a loop syncs every iteration")
+
+
+def _prints_tensor(w: Walker, a: ast.AST) -> bool:
+    if a.__class__ is ast.JoinedStr:
+        return any(v.__class__ is ast.FormattedValue and w.is_tensor(v.value) for v in a.values)
+    return w.is_tensor(a)
+
+
+# --------------------------------------------------------------------------- tensor-condition
+@check("tensor-condition", ast.If, ast.IfExp, ast.While, ast.Assert)
+def tensor_condition(w: Walker, node: Any) -> None:
+    if _tensor_truth(w, node.test):
+        w.hit("tensor-condition", node, "a Python branch on a tensor's value syncs with the host")
+
+
+def _tensor_truth(w: Walker, e: ast.AST) -> bool:
+    c = e.__class__
+    if c is ast.BoolOp:
+        return any(_tensor_truth(w, v) for v in e.values)  # type: ignore[attr-defined]
+    if c is ast.UnaryOp and isinstance(e.op, ast.Not):  # type: ignore[attr-defined]
+        return _tensor_truth(w, e.operand)  # type: ignore[attr-defined]
+    if c is ast.Name:
+        return w.lookup_tensor(e.id)  # type: ignore[attr-defined]
+    if c is ast.Compare:
+        return w._tensor_compare(e)  # type: ignore[arg-type]
+    if c is ast.Call:
+        f = e.func  # type: ignore[attr-defined]
+        q = w.dotted(f)
+        if q is not None and q.startswith("torch.") and q[6:] in _CONDITION_TORCH:
+            return True
+        if f.__class__ is ast.Attribute and f.attr in ("any", "all", "equal", "allclose"):
+            return w.is_tensor(f.value) or w.is_mask(f.value) or f.value.__class__ is ast.Compare
+    return False
+
+
+# --------------------------------------------------------------------------- growing-cache
+@check("growing-cache", ast.Assign, ast.AnnAssign)
+def growing_cache(w: Walker, node: Any) -> None:
+    value = node.value
+    calls = value.elts if value.__class__ is ast.Tuple else [value]
+    targets = w.assign_targets(node)
+    for c in calls:
+        if c.__class__ is not ast.Call or not c.args:
+            continue
+        q = w.dotted(c.func)
+        if q not in _CAT:
+            continue
+        seq = c.args[0]
+        if seq.__class__ not in (ast.List, ast.Tuple):
+            continue
+        names = set()
+        for t in targets:
+            for n in t.elts if t.__class__ in (ast.Tuple, ast.List) else [t]:
+                if n.__class__ in (ast.Name, ast.Attribute):
+                    names.add(ast.unparse(n))
+        for e in seq.elts:
+            if e.__class__ not in (ast.Name, ast.Attribute):
+                continue
+            name = ast.unparse(e)
+            if name in names and (w.scope.loops > 0 or name in w.scope.params):
+                where = "in a loop" if w.scope.loops > 0 else "from a parameter (called once per step)"
+                w.hit("growing-cache", c, f"`{name}` grows by `{q}` {where}: a new shape each step", name)
+                return
+
+
+# --------------------------------------------------------------------------- view-offset-in-loop
+@check("view-offset-in-loop", ast.Subscript)
+def view_offset_in_loop(w: Walker, node: ast.Subscript) -> None:
+    lv = w.scope.loop_vars
+    if lv and w.is_tensor(node.value):
+        for n in ast.walk(node.slice):
+            if n.__class__ is ast.Name and any(n.id in vs for vs in lv):
+                name = ast.unparse(node.value)
+                w.hit(
+                    "view-offset-in-loop",
+                    node,
+                    f"`{name}[...]` indexed by the loop variable `{n.id}`: a new view offset per step",
+                    detail=name,
+                )
+                return
