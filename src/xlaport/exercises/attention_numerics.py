@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..text import plural, sci
-from .common import Check, _fail, _none, _ok
+from .common import Check, _fail, _none, _ok, guarded
 
 __all__ = ["check_finite_attention", "check_masked_softmax"]
 
@@ -15,6 +15,7 @@ def _finite(*ts: Any) -> bool:
     return all(bool(t.isfinite().all()) for t in ts if t is not None)
 
 
+@guarded("finite attention")
 def check_finite_attention(
     attend: Callable[..., Any] | None, inputs: Sequence[Any], reference: Any, atol: float
 ) -> Check:
@@ -39,6 +40,7 @@ def check_finite_attention(
     return _ok(name, f"forward and gradients finite in {out.dtype}, {sci(err)} from the fp32 reference")
 
 
+@guarded("masked softmax")
 def check_masked_softmax(softmax: Callable[..., Any] | None, scores: Any, keep: Any) -> Check:
     """``softmax(scores, keep)``: rows with nothing kept give 0, the others match a softmax over the kept
     positions, forward and backward finite."""

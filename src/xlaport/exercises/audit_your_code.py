@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..text import plural
-from .common import Check, _fail, _none, _ok
+from .common import ArgumentError, Check, _fail, _none, _ok, guarded
 
 __all__ = ["check_scan_clean"]
 
 
+@guarded("scan clean")
 def check_scan_clean(source: str | None, rules: Iterable[str]) -> Check:
     """``source`` (a Python file as a string) has no finding of ``rules`` left and still parses."""
     import ast
@@ -20,7 +21,7 @@ def check_scan_clean(source: str | None, rules: Iterable[str]) -> Check:
     want = set(rules)
     unknown = want - set(rule_ids())
     if unknown:
-        raise ValueError(f"unknown scan rule(s) {', '.join(sorted(unknown))}")
+        raise ArgumentError(f"unknown scan rule(s) {', '.join(sorted(unknown))}")
     if source is None:
         return _none(name)
     try:

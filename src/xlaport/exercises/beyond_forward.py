@@ -6,11 +6,12 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..text import plural, sci
-from .common import Check, _fail, _ints, _none, _ok
+from .common import ArgumentError, Check, _fail, _ints, _none, _ok, guarded
 
 __all__ = ["check_packing", "check_tied_weights", "check_matmul_precision"]
 
 
+@guarded("packing plan")
 def check_packing(
     lengths: Iterable[int],
     answer: tuple[int, int] | None,
@@ -30,9 +31,9 @@ def check_packing(
     lens = _ints("lengths", lengths)
     lo, hi = (int(v) for v in tokens_per_batch)
     if not 1 <= lo <= hi:
-        raise ValueError(f"tokens_per_batch must be (least, most) with 1 <= least <= most, got {tokens_per_batch!r}")
+        raise ArgumentError(f"tokens_per_batch must be (least, most) with 1 <= least <= most, got {tokens_per_batch!r}")
     if not 0 <= max_waste < 1:
-        raise ValueError(f"max_waste must be a share in [0, 1), got {max_waste!r}")
+        raise ArgumentError(f"max_waste must be a share in [0, 1), got {max_waste!r}")
     if answer is None:
         return _none(name)
     try:
@@ -71,6 +72,7 @@ def check_packing(
     )
 
 
+@guarded("tied weights")
 def check_tied_weights(move: Callable[..., Any] | None, build: Callable[[], Any], device: Any) -> Check:
     """``move(model, device) -> model`` (or ``None``: the model moved in place): every parameter on ``device``, and
     the parameters that share one tensor on the CPU (tied weights) still share one after the move."""
@@ -81,7 +83,7 @@ def check_tied_weights(move: Callable[..., Any] | None, build: Callable[[], Any]
         groups.setdefault(id(p), []).append(pname)
     tied = [names for names in groups.values() if len(names) > 1]
     if not tied:
-        raise ValueError("the model built has no tied weights: nothing to check")
+        raise ArgumentError("the model built has no tied weights: nothing to check")
     if move is None:
         return _none(name)
     model = build()
@@ -111,6 +113,7 @@ def check_tied_weights(move: Callable[..., Any] | None, build: Callable[[], Any]
     )
 
 
+@guarded("matmul precision")
 def check_matmul_precision(
     forward: Callable[..., Any] | None,
     model: Any,
@@ -129,7 +132,7 @@ def check_matmul_precision(
     name = "matmul precision"
     atol, rtol = (float(v) for v in tolerance)
     if precision.rule(target) is None:
-        raise ValueError("the target has no matmul_precision rule: pass the tpu profile (xlaport.profile('tpu'))")
+        raise ArgumentError("the target has no matmul_precision rule: pass the tpu profile (xlaport.profile('tpu'))")
     if forward is None:
         return _none(name)
     first = next(iter(model.parameters()))

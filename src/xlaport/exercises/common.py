@@ -9,12 +9,18 @@ batch got its own bucket"``). Bad arguments from the chapter itself (not the rea
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["Check", "NOT_ATTEMPTED"]
+__all__ = ["ArgumentError", "Check", "NOT_ATTEMPTED", "guarded", "raised"]
 
-NOT_ATTEMPTED = "not attempted: set `answer` in the cell above and run it again"
+NOT_ATTEMPTED = "not attempted: set `answer` in this cell and run it again"
+
+
+class ArgumentError(ValueError):
+    """A bad argument from the chapter itself (not from the reader's answer): raised, never reported as a fail."""
 
 
 @dataclass(frozen=True)
@@ -54,7 +60,37 @@ def _ints(name: str, values: Any) -> list[int]:
     try:
         out = [int(v) for v in values]
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a list of whole numbers") from None
+        raise ArgumentError(f"{name} must be a list of whole numbers") from None
     if any(v < 1 for v in out):
-        raise ValueError(f"{name} must be positive, got {out[:8]}")
+        raise ArgumentError(f"{name} must be positive, got {out[:8]}")
     return out
+
+
+def raised(e: BaseException, who: str = "") -> str:
+    """``"make_batches raised TypeError: ..."``: the first line of what the reader's code raised."""
+    text = str(e).splitlines()[0] if str(e) else ""
+    return f"{who + ' ' if who else ''}raised {type(e).__name__}" + (f": {text}" if text else "")
+
+
+F = TypeVar("F", bound=Callable[..., Check])
+
+
+def guarded(name: str) -> Callable[[F], F]:
+    """Make a checker report, never raise, on any answer: an exception that is not an :class:`ArgumentError` (a
+    mistake of the chapter's own arguments) becomes a failed :class:`Check` that names it."""
+
+    def wrap(fn: F) -> F:
+        @functools.wraps(fn)
+        def inner(*args: Any, **kwargs: Any) -> Check:
+            try:
+                return fn(*args, **kwargs)
+            except ArgumentError:
+                raise
+            except Exception as e:  # the reader's answer broke the check: say so in one line
+                return Check(
+                    name, False, f"could not check this answer: {raised(e, 'it')}; see the exercise for its form"
+                )
+
+        return inner  # type: ignore[return-value]
+
+    return wrap

@@ -7,11 +7,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..text import sci
-from .common import Check, _fail, _ints, _none, _ok
+from .common import Check, _fail, _ints, _none, _ok, guarded
 
 __all__ = ["check_kernel_port", "check_block_shape"]
 
 
+@guarded("kernel port")
 def check_kernel_port(
     fn: Callable[..., Any] | None, reference: Callable[..., Any], inputs: Sequence[Any], tol: float
 ) -> Check:
@@ -50,6 +51,7 @@ def check_kernel_port(
     return _ok(name, f"forward {sci(err)}, gradients {sci(worst)} from the reference (tolerance {tol:.0e})")
 
 
+@guarded("block shape")
 def check_block_shape(
     block: Sequence[int] | None, array_shape: Sequence[int], tile: tuple[int, int] = (8, 128)
 ) -> Check:

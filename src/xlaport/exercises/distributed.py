@@ -8,11 +8,12 @@ from typing import Any
 
 from ..distributed.mesh import fsdp_bytes_per_device, largest_parameter
 from ..text import plural
-from .common import Check, _fail, _ints, _none, _ok
+from .common import ArgumentError, Check, _fail, _ints, _none, _ok, guarded
 
 __all__ = ["check_stream_port", "check_fsdp_chips"]
 
 
+@guarded("stream port")
 def check_stream_port(
     fn: Callable[..., Any] | None, original: Callable[..., Any], inputs: Sequence[Any], target: str = "tpu"
 ) -> Check:
@@ -29,7 +30,7 @@ def check_stream_port(
     ref = original(EmulatedStreams(profile("cpu")), *inputs)
     want = ref if isinstance(ref, (tuple, list)) else (ref,)
     if not all(isinstance(w, torch.Tensor) for w in want):
-        raise ValueError("the original stream code must return a tensor or a tuple of tensors")
+        raise ArgumentError("the original stream code must return a tensor or a tuple of tensors")
     if fn is None:
         return _none(name)
     dm = EmulatedStreams(rules)
@@ -66,6 +67,7 @@ def check_stream_port(
     )
 
 
+@guarded("FSDP chips")
 def check_fsdp_chips(
     answer: int | None,
     shapes: Mapping[str, Sequence[int]],
@@ -83,11 +85,15 @@ def check_fsdp_chips(
     """
     name = "FSDP chips"
     if not shapes:
-        raise ValueError("shapes is empty")
+        raise ArgumentError("shapes is empty")
     if not budget_bytes > 0:
-        raise ValueError(f"budget_bytes must be positive, got {budget_bytes!r}")
+        raise ArgumentError(f"budget_bytes must be positive, got {budget_bytes!r}")
     batch = _ints("batch", [batch])[0]
-    largest = largest_parameter(shapes) * float(gathered_bytes_per_param)
+    try:
+        largest = largest_parameter(shapes) * float(gathered_bytes_per_param)
+        fsdp_bytes_per_device(shapes, 1, state_bytes_per_param)
+    except ValueError as e:
+        raise ArgumentError(str(e)) from None
 
     def need(n: int) -> float:
         return fsdp_bytes_per_device(shapes, n, state_bytes_per_param) + largest

@@ -7,11 +7,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..text import sci
-from .common import Check, _fail, _none, _ok
+from .common import Check, _fail, _none, _ok, guarded
 
 __all__ = ["check_rewrite", "check_padded_unique"]
 
 
+@guarded("rewrite")
 def check_rewrite(
     fn: Callable[..., Any] | None,
     reference: Callable[..., Any],
@@ -49,6 +50,7 @@ def check_rewrite(
     return _ok(name, f"matches the reference to {sci(err)}; every op runs on {' and '.join(targets)}")
 
 
+@guarded("padded unique")
 def check_padded_unique(fn: Callable[..., Any] | None, batches: Sequence[Any], target: str = "tpu") -> Check:
     """``fn(pairs (n, 2)) -> (padded (n, 2), count)``: the first ``count`` rows are the distinct pairs, the shape
     never changes, and no op raises or falls back on ``target``."""

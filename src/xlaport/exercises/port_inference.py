@@ -6,11 +6,12 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..text import plural
-from .common import Check, _fail, _ints, _none, _ok
+from .common import Check, _fail, _ints, _none, _ok, guarded
 
 __all__ = ["check_prompt_buckets", "check_static_sampler"]
 
 
+@guarded("prompt buckets")
 def check_prompt_buckets(
     prompt_lengths: Iterable[int], answer: tuple[Sequence[int], int] | None, new_tokens: int, budget: int
 ) -> Check:
@@ -42,6 +43,7 @@ def check_prompt_buckets(
 _DATA_DEPENDENT = ("aten::nonzero", "aten::masked_select", "aten::_local_scalar_dense", "aten::unique")
 
 
+@guarded("static top-p sampler")
 def check_static_sampler(
     sampler: Callable[..., Any] | None, logits: Sequence[Any], top_p: float, seed: int = 0
 ) -> Check:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import Check, _fail, _none, _ok
+from .common import Check, _fail, _none, _ok, guarded
 
 __all__ = ["check_usd_per_million_tokens", "check_break_even_price"]
 
 
+@guarded("price per million tokens")
 def check_usd_per_million_tokens(
     answer: float | None, tokens_per_s_per_chip: float, usd_per_chip_hour: float, utilisation: float = 1.0
 ) -> Check:
@@ -32,6 +33,7 @@ def check_usd_per_million_tokens(
     return _fail(name, f"${got:.4g}, expected about ${want:.4g}{hint}")
 
 
+@guarded("break-even price")
 def check_break_even_price(
     answer: float | None, flop_per_month: float, current: Any, proposed: Any, migration: Any, horizon_months: float
 ) -> Check:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from .common import Check, _fail, _ints, _none, _ok
+from .common import Check, _fail, _ints, _none, _ok, guarded
 
 __all__ = ["check_buckets"]
 
 
+@guarded("buckets")
 def check_buckets(
     lengths: Iterable[int], buckets: Sequence[int] | None, budget: int, max_waste: float | None = None
 ) -> Check:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .common import Check, _fail, _none, _ok
+from .common import Check, _fail, _none, _ok, guarded
 
 __all__ = ["check_view_culprits", "check_offsets_fixed"]
 
@@ -21,6 +21,7 @@ def _offsets(calls: Sequence[Mapping[str, Any]]) -> dict[str, list[int]]:
     return out
 
 
+@guarded("view culprits")
 def check_view_culprits(calls: Sequence[Mapping[str, Any]], answer: Iterable[str] | str | None) -> Check:
     """``answer``: the argument name(s) whose storage offset changes from step to step (what TorchTPU's guard
     recompiles on). ``calls``: one ``{argument: tensor}`` per denoising step."""
@@ -41,6 +42,7 @@ def check_view_culprits(calls: Sequence[Mapping[str, Any]], answer: Iterable[str
     return _fail(name, "; ".join(parts))
 
 
+@guarded("offsets fixed")
 def check_offsets_fixed(
     calls: Sequence[Mapping[str, Any]] | None, reference: Sequence[Mapping[str, Any]], atol: float = 0.0
 ) -> Check:

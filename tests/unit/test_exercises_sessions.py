@@ -1,0 +1,234 @@
+"""Sessions 1 and 2's checkers run the reader's code on data the chapters never show: the reference answer passes,
+and each wrong-but-plausible answer a learner writes fails with a message that names the mistake."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils._pytree import tree_map
+from torch.utils.data import DataLoader
+
+import xlaport
+import xlaport.exercises as X
+
+
+def _is(check: X.Check, passed: bool | None, *words: str) -> None:
+    assert check.passed is passed, str(check)
+    for w in words:
+        assert w in check.message, f"{w!r} not in {check.message!r}"
+
+
+# ------------------------------------------------------------------ first_steps: padded batches
+def _windows(images: Any, labels: Any, batch_size: int, generator: Any) -> list:
+    order = torch.randperm(len(labels), generator=generator)
+    return [
+        (images[order[i : i + batch_size]], labels[order[i : i + batch_size]]) for i in range(len(labels) // batch_size)
+    ]
+
+
+def _with_remainder(images: Any, labels: Any, batch_size: int, generator: Any) -> list:
+    order = torch.randperm(len(labels), generator=generator)
+    return [
+        (images[order[i : i + batch_size]], labels[order[i : i + batch_size]])
+        for i in range(0, len(labels), batch_size)
+    ]
+
+
+def _first_repeated(images: Any, labels: Any, batch_size: int, generator: Any) -> list:
+    n = -(-len(labels) // batch_size)
+    return [(images[:batch_size], labels[:batch_size])] * n
+
+
+def _x_padded_not_y(images: Any, labels: Any, batch_size: int, generator: Any) -> list:
+    out = _with_remainder(images, labels, batch_size, generator)
+    x, y = out[-1]
+    out[-1] = (torch.cat([x, torch.zeros(batch_size - len(x), *x.shape[1:])]), y)
+    return out
+
+
+def _pad_label_zero(images: Any, labels: Any, batch_size: int, generator: Any) -> list:
+    out = _with_remainder(images, labels, batch_size, generator)
+    x, y = out[-1]
+    k = batch_size - len(x)
+    out[-1] = (torch.cat([x, torch.zeros(k, *x.shape[1:])]), torch.cat([y, torch.zeros(k, dtype=y.dtype)]))
+    return out
+
+
+def _one_batch(images: Any, labels: Any, batch_size: int, generator: Any) -> list:
+    return [(images, labels)]
+
+
+WRONG_PADDED = {
+    "the chapter's batch list, not a function": ([(torch.zeros(64, 1, 8, 8), torch.zeros(64))], "your function"),
+    "batches + [remainder]": (_with_remainder, "2 input shapes"),
+    "overlapping windows order[i:i+bs]": (_windows, "times in one pass"),
+    "the first batch repeated": (_first_repeated, "times in one pass"),
+    "x padded but y not": (_x_padded_not_y, "pad the labels too"),
+    "padding labelled 0, not -100": (_pad_label_zero, "label them -100"),
+    "one batch of everything": (_one_batch, "the batch size asked for"),
+    "raises": (lambda *a: 1 / 0, "raised ZeroDivisionError"),
+}
+
+
+@pytest.mark.parametrize("wrong", list(WRONG_PADDED), ids=list(WRONG_PADDED))
+def test_padded_batches_rejects(wrong: str) -> None:
+    answer, words = WRONG_PADDED[wrong]
+    _is(X.check_padded_batches(answer), False, words)
+
+
+def make_batches(images: Any, labels: Any, batch_size: int, generator: Any) -> list:
+    """The reference: shuffle, cut, pad the last batch with blank images labelled -100."""
+    order = torch.randperm(len(labels), generator=generator)
+    out = []
+    for i in range(0, len(labels), batch_size):
+        x, y = images[order[i : i + batch_size]], labels[order[i : i + batch_size]]
+        k = batch_size - len(y)
+        if k:
+            x = torch.cat([x, torch.zeros(k, *x.shape[1:])])
+            y = torch.cat([y, torch.full((k,), -100, dtype=y.dtype)])
+        out.append((x, y))
+    return out
+
+
+def test_padded_batches_reference_passes() -> None:
+    _is(X.check_padded_batches(make_batches), True, "every image once")
+    _is(X.check_padded_batches(None), None)
+
+
+# ------------------------------------------------------------------ first_steps: compiles after warm-up
+def _train_on(t: Any, batches: Any, steps: int, *, count: bool = True, reach_all: bool = True) -> dict:
+    """The reference loop (a tiny model: fast to compile): batches and steps come in as arguments."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(64, 10)).to(t.device)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    dev = [(x.to(t.device), y.to(t.device)) for x, y in batches]
+    n = len(batches) if reach_all else len(batches) - 1
+    compiled = []
+    for step in range(steps):
+        xb, yb = dev[step % n]
+        before = t.compiles()
+        loss = F.cross_entropy(model(xb), yb)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        t.sync()
+        compiled.append(None if before is None else t.compiles() - before)
+    return {"compiled": compiled if count else [0] * steps}
+
+
+def train_on(t: Any, batches: Any, steps: int) -> dict:
+    return _train_on(t, batches, steps)
+
+
+@pytest.fixture(scope="module")
+def tpu() -> Any:
+    return xlaport.target("tpu")
+
+
+def test_steady_compiles_reference_passes(tpu: Any) -> None:
+    _is(X.check_steady_compiles(train_on, tpu, warm=2), True, "no program after the 2 warm-up steps")
+    _is(X.check_steady_compiles(None, tpu), None)
+
+
+def _loop_that_changes_shape(t: Any, batches: Any, steps: int) -> dict:
+    # a plausible mistake: trimming padding rows out of each batch before the step (a new shape at the padded one)
+    trimmed = [(x[y != -100], y[y != -100]) for x, y in batches]
+    return _train_on(t, trimmed, steps) | {"read": [batches[i] for i in range(len(batches))]}
+
+
+WRONG_STEADY = {
+    "a typed-in list": ([0] * 31, "your function"),
+    "the printout's list": ([6, 1, *[0] * 29], "your function"),
+    "zeros without running": (lambda t, b, s: [0] * s, "never read batch 0"),
+    "a run that never reaches the last batch": (
+        lambda t, b, s: _train_on(t, b, s, reach_all=False),
+        "does the loop reach every batch",
+    ),
+    "counts typed in after a real run": (lambda t, b, s: _train_on(t, b, s, count=False), "the run compiled"),
+    "too few steps": (lambda t, b, s: _train_on(t, b, s - 2), "counts for the 6 steps"),
+    "a loop that drops the padding rows": (_loop_that_changes_shape, "compiled after warm-up"),
+}
+
+
+@pytest.mark.parametrize("wrong", list(WRONG_STEADY), ids=list(WRONG_STEADY))
+def test_steady_compiles_rejects(wrong: str, tpu: Any) -> None:
+    answer, words = WRONG_STEADY[wrong]
+    _is(X.check_steady_compiles(answer, tpu, warm=2), False, words)
+
+
+# ------------------------------------------------------------------ port_training: a loader of one shape
+def make_loader(dataset: Any, batch_size: int, generator: Any) -> Any:
+    return DataLoader(dataset, batch_size=batch_size, shuffle=True, drop_last=True, generator=generator)
+
+
+def _y_not_padded(dataset: Any, batch_size: int, generator: Any) -> list:
+    out = list(DataLoader(dataset, batch_size=batch_size, shuffle=True, generator=generator))
+    x, y = out[-1]
+    out[-1] = (torch.cat([x, x[:1].expand(batch_size - len(x), -1)]), y)
+    return out
+
+
+def _chapter_batches() -> list:
+    return [(torch.zeros(16, 32, dtype=torch.int32), torch.zeros(16, 32, dtype=torch.int32))] * 24
+
+
+WRONG_LOADER = {
+    "the chapter's batch list": (_chapter_batches(), "your function"),
+    "no drop_last": (lambda d, b, g: DataLoader(d, batch_size=b, shuffle=True, generator=g), "2 input shapes"),
+    "a single batch": (lambda d, b, g: DataLoader(d, batch_size=len(d), shuffle=True, generator=g), "asked for"),
+    "x padded but y not": (_y_not_padded, "pad both or neither"),
+    "not shuffled": (lambda d, b, g: DataLoader(d, batch_size=b, drop_last=True), "not shuffled"),
+    "generator ignored": (lambda d, b, g: DataLoader(d, batch_size=b, shuffle=True, drop_last=True), "same generator"),
+    "a fixed batch size of 24": (lambda d, b, g: make_loader(d, 24, g), "asked for"),
+}
+
+
+@pytest.mark.parametrize("wrong", list(WRONG_LOADER), ids=list(WRONG_LOADER))
+def test_loader_rejects(wrong: str) -> None:
+    answer, words = WRONG_LOADER[wrong]
+    _is(X.check_loader(answer), False, words)
+
+
+def test_loader_reference_passes() -> None:
+    _is(X.check_loader(make_loader), True, "one shape per loader")
+    _is(X.check_loader(None), None)
+
+
+# ------------------------------------------------------------------ port_training: a portable checkpoint
+def _cpu(v: Any) -> Any:
+    return v.detach().cpu() if isinstance(v, torch.Tensor) else v
+
+
+def portable(model: Any, opt: Any) -> dict:
+    return tree_map(_cpu, {"model": model.state_dict(), "opt": opt.state_dict()})
+
+
+WRONG_CHECKPOINT = {
+    "the dict, not a function": ({"model": {}}, "your function"),
+    "device state dicts": (lambda m, o: {"model": m.state_dict(), "opt": o.state_dict()}, "on xla"),
+    "the module itself": (lambda m, o: {"model": m, "opt": tree_map(_cpu, o.state_dict())}, "whole nn.Module"),
+    "the model moved to the CPU, optimizer left": (
+        lambda m, o: {"model": tree_map(_cpu, m.state_dict()), "opt": o.state_dict()},
+        "the optimizer's too",
+    ),
+    "weights only, no optimizer": (lambda m, o: {"model": tree_map(_cpu, m.state_dict())}, "no optimizer state"),
+    "a fresh model's weights": (
+        lambda m, o: portable(nn.Sequential(nn.Linear(5, 7), nn.ReLU(), nn.Linear(7, 3)), o),
+        "differs from the model's",
+    ),
+    "the optimizer object": (lambda m, o: {"model": tree_map(_cpu, m.state_dict()), "opt": o}, "optimizer object"),
+}
+
+
+@pytest.mark.parametrize("wrong", list(WRONG_CHECKPOINT), ids=list(WRONG_CHECKPOINT))
+def test_cpu_checkpoint_rejects(wrong: str, tpu: Any) -> None:
+    answer, words = WRONG_CHECKPOINT[wrong]
+    _is(X.check_cpu_checkpoint(answer, tpu.device), False, words)
+
+
+def test_cpu_checkpoint_reference_passes(tpu: Any) -> None:
+    _is(X.check_cpu_checkpoint(portable, tpu.device), True, "all on the CPU", "weights_only=True")
