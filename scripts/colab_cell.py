@@ -21,7 +21,6 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from nbfiles import chapters, dump, source_lines
 from xlaport import detect
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,6 +28,22 @@ TAG = "colab-setup"
 # What a chapter imports beyond the toolkit's own dependencies, pinned as requirements.txt pins them.
 EMULATOR_PACKAGES = ("torch", "torch_xla", "jax", "jaxlib", "transformers", "tokenizers", "diffusers", "scikit-learn")
 GOOGLE_PCI_VENDOR = f"{detect.GOOGLE_PCI_VENDOR:#06x}"  # "0x1ae0", as sysfs writes it
+
+
+def chapters(root: Path = ROOT) -> list[Path]:
+    """The chapter notebooks, ``notebooks/*.ipynb``, in name order."""
+    return sorted((root / "notebooks").glob("*.ipynb"))
+
+
+def source_lines(text: str) -> list[str]:
+    """A cell's ``source`` as nbformat stores it: one string per line, each but the last ending in a newline."""
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def dump(nb: dict[str, Any]) -> str:
+    """The notebook as committed: JSON indented by one, non-ASCII kept, a final newline."""
+    return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
 
 
 def repository_url(root: Path = ROOT) -> str:

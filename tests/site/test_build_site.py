@@ -1,4 +1,5 @@
-"""The site build refuses executed copies that would render wrong: unexecuted cells, errors, stale copies."""
+"""The site build refuses executed copies that would render wrong (unexecuted cells, errors, stale copies); the site's
+extension generates its pages when the build starts."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from sphinx_project import build
 
 from conftest import script
+from xlaport import reference
 
 build_site = script("build_site")
 
@@ -67,12 +70,31 @@ def test_stale_copy_fails(tmp_path: Path, src: Path) -> None:
     assert "older than the notebook" in build_site.check_executed(src, out)[0]
 
 
-def test_generated_pages_resolve() -> None:
-    for page in build_site.reference.PAGES:
-        text = build_site.reference.render(page)
-        assert text.startswith("# "), f"{page}: generated page must start with a title"
+def test_reference_pages_render() -> None:
+    for page in reference.PAGES:
+        assert reference.render(page).startswith("# "), f"{page}: generated page must start with a title"
     with pytest.raises(ValueError, match="unknown reference page"):
-        build_site.reference.render("nope")
+        reference.render("nope")
+
+
+def test_the_build_generates_pages_when_it_starts(tmp_path: Path) -> None:
+    """builder-inited writes the flowchart the home page shows and the curriculum pages, before any page is read."""
+    page = "# Flow\n\n![The migration path](book/generated/figures/migration.svg)\n"
+    warnings = build(
+        tmp_path,
+        {"flow.md": page},
+        conf="xlaport_generate = ['flowchart', 'curriculum']\nexclude_patterns.append('book/generated/*.md')\n",
+    )
+    assert warnings == []
+    assert (tmp_path / "_build" / "_images" / "migration.svg").read_text().startswith("<?xml")
+    expected = script("curriculum_pages").write(tmp_path / "expected")
+    for page in expected:
+        assert (tmp_path / "book" / "generated" / page.name).read_text() == page.read_text()
+
+
+def test_an_unknown_generated_page_fails(tmp_path: Path) -> None:
+    with pytest.raises(Exception, match="xlaport_generate: unknown"):
+        build(tmp_path, {"a.md": "# A\n"}, conf="xlaport_generate = ['nope']\n")
 
 
 def test_build_sources_exist() -> None:

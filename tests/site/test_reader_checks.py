@@ -1,172 +1,189 @@
-"""Each reader-facing check in scripts/site_checks.py fails when its defect is reintroduced, and passes clean pages."""
+"""Each reader check of the site's Sphinx extension (_ext/xlaport_site) warns when its defect is reintroduced.
+
+Two small MyST-NB projects are built in-process with the extension: one page per defect (each must raise its
+``xlaport.<check>`` warning) and a clean project that exercises every allowed form (no warning at all).
+"""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
+from sphinx_project import Warning, build, code, glue, md, notebook, result, stream
 
-from conftest import script
-
-ROOT = Path(__file__).resolve().parents[2]
-sc = script("site_checks")
-
-
-def _nb(source: str, outputs: list[dict[str, Any]], tags: list[str] | None = None) -> dict[str, Any]:
-    cell = {"cell_type": "code", "source": source, "metadata": {"tags": tags or []}, "outputs": outputs}
-    return {"cells": [cell]}
-
-
-def _result(text: str, **extra: str) -> dict[str, Any]:
-    return {"output_type": "execute_result", "data": {"text/plain": text, **extra}, "execution_count": 1}
-
-
-def _stream(text: str, name: str = "stderr") -> dict[str, Any]:
-    return {"output_type": "stream", "name": name, "text": text}
+GLUED = [
+    glue("k", "12.5"),
+    glue("nanv", "nan"),
+    glue("infv", "inf"),
+    glue("ninf", "-inf"),
+    glue("z", "0.0"),
+    glue("ze", "0.0e+00"),
+    glue("zz", "0e+00"),
+    glue("n0", "-0.00e+00"),
+]
+PARAMS = code("steps = 20\nlr = 3.0\n", tags=["parameters"])
+ALLOW = '[clean]\n"65504" = "torch.finfo(torch.float16).max, asserted in the chapter"\n'
 
 
-@pytest.mark.parametrize("shown", ["'2.9.0+cu128'", "0", "{'a': 0.1234567890123456}", "<Future at 0x7f state=running>"])
-def test_stray_plain_result_fails(shown: str) -> None:
-    problems = sc.check_notebook(_nb("x", [_result(shown)]), "ch.ipynb")
-    assert problems and "stray result" in problems[0]
+def _chapter(*cells: object) -> object:
+    return notebook(PARAMS, *cells, code("glue()", GLUED))  # type: ignore[arg-type]
 
 
-def test_rich_or_tagged_result_passes() -> None:
-    assert sc.check_notebook(_nb("df", [_result("<df>", **{"text/html": "<table></table>"})]), "ch") == []
-    assert sc.check_notebook(_nb("x", [_result("3")], tags=["show-result"]), "ch") == []
-    assert sc.check_notebook(_nb("print(x)", [_stream("x = 3\n", "stdout")]), "ch") == []
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "/work/main/.venv/lib/python3.11/site-packages/tqdm/auto.py:21: TqdmWarning: IProgress not found.",
-        "W1130 torch/utils/cpp_extension.py:117] No CUDA runtime is found, using CUDA_HOME='/usr/local'",
-        "first call at 2997899862.py:14",
-        "notebook so far: 52 s",
-    ],
-)
-def test_noise_fails_unless_tagged(text: str) -> None:
-    assert sc.check_notebook(_nb("f()", [_stream(text)]), "ch")
-    assert sc.check_notebook(_nb("f()", [_stream(text)], tags=["show-noise"]), "ch") == []
-
-
-def _page(body: str) -> str:
-    return f"<html><head><script>var p = '/work/x';</script></head><body>{body}</body></html>"
-
-
-def test_raw_markdown_table_fails() -> None:
-    raw = "<p>| case | dtype |\n|—|—|\n| a | float16 |</p>"
-    assert any("did not render" in p for p in sc.check_html(_page(raw), "p.html"))
-    rendered = "<table><tr><td>a</td></tr></table><p>a | b is prose with one bar</p>"
-    assert sc.check_html(_page(rendered), "p.html") == []
-
-
-@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
-def test_nan_in_glued_prose_fails(value: str) -> None:
-    page = _page(f'<p>the ratio is <span class="pasted-text">{value}</span>x</p>')
-    assert any("glued prose" in p for p in sc.check_html(page, "p.html"))
-    assert sc.check_html(_page('<p>the ratio is <span class="pasted-text">12.5</span>x</p>'), "p.html") == []
-
-
-@pytest.mark.parametrize("value", ["0e+00", "0.0e+00", "-0.00e+00"])
-def test_exact_zero_in_exponent_form_fails(value: str) -> None:
-    page = _page(f'<p>it matches to <span class="pasted-text">{value}</span></p>')
-    assert any("exact zero" in p for p in sc.check_html(page, "p.html"))
-    fine = _page('<p>it matches to <span class="pasted-text">2.0e-07</span> and <span class="pasted-text">0</span></p>')
-    assert sc.check_html(fine, "p.html") == []
-
-
-def test_the_site_extension_writes_an_exact_zero_as_0() -> None:
-    from docutils import nodes
-
-    sys.path.insert(0, str(ROOT / "_ext"))
-    import xlaport_site
-
-    doc = nodes.paragraph()
-    for text in ("0.0e+00", "2.0e-07", "0e+00"):
-        doc += nodes.inline(text, text, classes=["pasted-text"])
-    xlaport_site._exact_zero(None, doc, "p")  # type: ignore[arg-type]
-    assert [n.astext() for n in doc.children] == ["0", "2.0e-07", "0"]
-
-
-def test_printed_markdown_table_and_stamped_log_lines_fail() -> None:
-    def nb(text: str, name: str = "stdout") -> dict:
-        return {
-            "cells": [
-                {
-                    "cell_type": "code",
-                    "metadata": {},
-                    "outputs": [{"output_type": "stream", "name": name, "text": text}],
-                }
+# page stem -> (page, the check it must trip)
+DEFECTS: dict[str, tuple[object, str]] = {
+    **{
+        f"stray_{i}": (_chapter(code("x", [result(shown)])), "stray-result")
+        for i, shown in enumerate(["'2.9.0+cu128'", "0", "{'a': 1}", "<Future at 0x7f state=running>"])
+    },
+    **{
+        f"noise_{i}": (_chapter(code("f()", [stream(text, "stderr")])), "noise")
+        for i, text in enumerate(
+            [
+                "tqdm/auto.py:21: TqdmWarning: IProgress not found.",
+                "W1130 torch/utils/cpp_extension.py:117] No CUDA runtime is found, using CUDA_HOME='/usr/local'",
+                "first call at 2997899862.py:14",
+                "notebook so far: 52 s",
+                "W1130 21:41:33.918000 4737 torch/_dynamo/convert_frame.py:1358] [0/8] hit config.recompile_limit (8)",
+                "{'s': 0.0021605609999824082}",
             ]
-        }
+        )
+    },
+    "printed_table": (_chapter(code("print(t)", [stream("| a | b |\n|---|---:|\n| 1 | 2 |\n")])), "printed-table"),
+    "nan_unit": (_chapter(code("f()", [stream("cached step median nan ms, ratio nanx\n")])), "nan"),
+    "nan_column": (_chapter(code("f()", [stream("diffusers, timesteps   8  True   3.28   353.3   nan\n")])), "nan"),
+    "raw_table": ("# Raw\n\n| case | dtype |\n|—|—|\n| a | float16 |\n", "raw-table"),
+    **{f"glued_{k}": (_chapter(md(f"the ratio is {{glue:text}}`{k}`x")), "nan") for k in ("nanv", "infv", "ninf")},
+    **{f"zero_{k}": (_chapter(md(f"it matches to {{glue}}`{k}`")), "exact-zero") for k in ("ze", "zz", "n0")},
+    "double_number": ("# Mechanisms\n\n## 1. Autocast around a compiled region\n\nText.\n", "double-number"),
+    "double_number_nb": (_chapter(md("## 3. A mask constant\n\nText.")), "double-number"),
+    **{
+        f"emoji_{i}": (f"# Marks\n\n| mark |\n|---|\n| {mark} |\n", "emoji")
+        for i, mark in enumerate(["✅ kernel", "❌ raises", "⚠️ CPU fallback", "💲"])
+    },
+    **{
+        f"path_{i}": (
+            _chapter(code("f()", [stream(f"warning at {path}:1\n", "stderr")], tags=["show-noise"])),
+            "machine-path",
+        )
+        for i, path in enumerate(
+            [
+                "/work/main/src/xlaport/models/dit.py",
+                "/root/.cache/x",
+                "/home/alice/proj/a.py",
+                "/tmp/ipykernel_13130/1644709049.py",
+                "lib/python3.11/site-packages/tqdm/auto.py",
+                "/opt/x/.venv/lib/python3.11",
+            ]
+        )
+    },
+    "path_in_prose": ("# Paths\n\nThe file is at /work/main/notes.txt on my machine.\n", "machine-path"),
+    **{
+        f"number_{i}": (_chapter(md(text)), "prose-number")
+        for i, text in enumerate(
+            [
+                "the limit is 8 per function",
+                "1,797 images",
+                "a logit of 65504 overflows",
+                "took 122.51 ms",
+                "a 2-core machine",
+            ]
+        )
+    },
+    "glossary_first_use": (_chapter(md("Real XLA here.\n\nThen {term}`XLA` linked too late.")), "glossary"),
+    "glossary_plural": (_chapter(md("Some lazy tensors here.")), "glossary"),
+}
 
-    assert any("markdown table" in p for p in sc.check_notebook(nb("| a | b |\n|---|---:|\n| 1 | 2 |\n"), "n"))
-    stamped = "W1130 21:41:33.918000 4737 torch/_dynamo/convert_frame.py:1358] [0/8] hit config.recompile_limit (8)\n"
-    assert any("time and process id" in p for p in sc.check_notebook(nb(stamped, "stderr"), "n"))
-    assert any("all its digits" in p for p in sc.check_notebook(nb("{'s': 0.0021605609999824082}\n"), "n"))
-    clean = "WARNING torch._dynamo.convert_frame: hit config.recompile_limit (8)\nstep 0.0022 s\n"
-    assert sc.check_notebook(nb(clean), "n") == []
-
-
-def _output(text: str) -> str:
-    return f'<div class="cell docutils container"><div class="cell_output docutils container"><pre>{text}</pre></div></div>'
-
-
-@pytest.mark.parametrize(
-    "text", ["cached step median nan ms, ratio nanx", "diffusers, timesteps   8  True   3.28   353.3   nan"]
+CLEAN = _chapter(
+    md("> Colab: installs the XLA emulator, torch 2.9.0", tags=["colab-setup"]),
+    md(
+        "## The XLA compiler\n\n"
+        "The `XLA` code, [XLA](https://openxla.org), XLA:CPU and PyTorch/XLA stay plain; "
+        "{term}`lazy tensors <lazy tensor>` are linked. Real {term}`XLA` here, and XLA again.\n\n"
+        "| XLA | value |\n|---|---|\n| a | b |\n\n"
+        "took {glue:text}`k:.1f` s; the ratio is {glue:text}`k`x, the error {glue:text}`z:.1e`\n\n"
+        "see `torch.compile(dynamic=True)` and `x[:, 3]`\n\n"
+        "[pytorch/xla#4203](https://github.com/pytorch/xla/issues/4203) and <https://example.com/a/1/2>\n\n"
+        "torch_tpu 0.2.0 wheel, TorchNeuron 2.14.3.0, torch ≥ 2.11, Python 3.11, AWS Neuron 2.33\n\n"
+        "Exercise 1 and sections 2-4, exit status 2, steps 2 and later\n\n"
+        "1. first\n2. second\n\n"
+        "with $x \\leftarrow x + 3 v$\n\n"
+        "for 20 steps at 3.0 and at 3\n\n"
+        "v5e, fp16, bf16, float32, H100, trn2 and 8x128 are names\n\n"
+        "fp16's maximum is 65504\n\n"
+        "a | b is prose with one bar\n\n"
+        "✓ kernel, ✗ raises, ! CPU fallback\n\n"
+        "run `.venv/bin/python -m pytest`; the debug dir defaults to /tmp/neuron_backend\n\n"
+        "```{exercise} Scale it up\n:label: ex-scale\n\nA decoder with hidden size 4096 and 32 layers.\n```\n\n"
+        "## Mechanism 1: Autocast around a compiled region\n"
+    ),
+    code("df", [result("<df>", text_html="<table><tr><td>1.5</td><td>2.5</td></tr></table>")]),
+    code("x", [result("3")], tags=["show-result"]),
+    code("print(x)", [stream("x = 3\n")]),
+    code("f()", [stream("W1130 21:41:33.918000 4737 torch/x.py:1] tagged\n", "stderr")], tags=["show-noise"]),
+    code("f()", [stream("WARNING torch._dynamo.convert_frame: hit config.recompile_limit (8)\nstep 0.0022 s\n")]),
+    code("f()", [stream("first fault in mm_1 [compiled]: 0 NaN, 4 inf in float16[1, 4]; losses [nan, nan, nan]\n")]),
 )
-def test_nan_where_a_number_belongs_fails(text: str) -> None:
-    assert any("where a number belongs" in p for p in sc.check_html(_page(_output(text)), "p.html"))
 
 
-def test_nonfinite_counts_pass() -> None:
-    text = "first fault in mm_1 [compiled]: 0 NaN, 4 inf in float16[1, 4]; losses [nan, nan, nan]"
-    assert sc.check_html(_page(_output(text)), "p.html") == []
+@pytest.fixture(scope="module")
+def defects(tmp_path_factory: pytest.TempPathFactory) -> list[Warning]:
+    pages = {f"{stem}.{'md' if isinstance(page, str) else 'ipynb'}": page for stem, (page, _) in DEFECTS.items()}
+    allow = tmp_path_factory.mktemp("allow") / "allow.toml"
+    allow.write_text(
+        '[number_0]\n"8" = "used: a sourced constant of this chapter"\n"7" = "float32 digits, IEEE 754"\n'
+        '[number_1]\n"1" = ""\n[nochapter]\n"1" = "a source that is long enough"\n'
+    )
+    return build(tmp_path_factory.mktemp("defects"), pages, conf=f"xlaport_prose_numbers_allow = {str(allow)!r}\n")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(
-    "path",
-    [
-        "/work/main/src/xlaport/models/dit.py",
-        "/root/.cache/x",
-        "/home/alice/proj/a.py",
-        "/tmp/ipykernel_13130/1644709049.py",
-        "lib/python3.11/site-packages/tqdm/auto.py",
-        "/opt/x/.venv/lib/python3.11",
-    ],
-)
-def test_machine_path_fails(path: str) -> None:
-    assert any("machine path" in p for p in sc.check_html(_page(f"<pre>warning at {path}:1</pre>"), "p.html"))
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Warning]]:
+    src = tmp_path_factory.mktemp("clean")
+    (src / "allow.toml").write_text(ALLOW)
+    return src, build(
+        src,
+        {"clean.ipynb": CLEAN},
+        conf="xlaport_prose_numbers_allow = 'allow.toml'\nextensions.append('sphinx_exercise')\n",
+    )  # type: ignore[dict-item]
 
 
-def test_relative_project_paths_pass() -> None:
-    page = _page("<p>run <code>.venv/bin/python -m pytest</code>; the debug dir defaults to /tmp/neuron_backend</p>")
-    assert sc.check_html(page, "p.html") == []
+@pytest.mark.parametrize("stem", [s for s in DEFECTS if s != "number_0"])
+def test_defect_warns(defects: list[Warning], stem: str) -> None:
+    kind = DEFECTS[stem][1]
+    mine = [w for w in defects if w.doc == stem]
+    assert any(w.kind == kind for w in mine), f"{stem}: no xlaport.{kind} warning; got {mine}"
+    assert all(w.kind is not None for w in mine), f"{stem}: warnings from outside the checks: {mine}"
 
 
-def test_check_site_walks_pages(tmp_path: Path) -> None:
-    (tmp_path / "notebooks").mkdir()
-    (tmp_path / "notebooks" / "ch.html").write_text(_page("<p>| a | b |\n| 1 | 2 |</p>"))
-    (tmp_path / "search.html").write_text(_page("<p>/work/ in the search page's own scripts is not checked</p>"))
-    problems = sc.check_site(tmp_path)
-    assert len(problems) == 1 and problems[0].startswith("notebooks/ch.html")
+def test_clean_project_has_no_warnings(clean: tuple[Path, list[Warning]]) -> None:
+    assert clean[1] == []
 
 
-def test_heading_numbered_twice_fails() -> None:
-    twice = '<h2>12.1. 1. Autocast around a compiled region<a class="headerlink" href="#x">#</a></h2>'
-    assert any("numbered twice" in p for p in sc.check_html(_page(twice), "p.html"))
-    once = "<h2>12.1. Mechanism 1: Autocast around a compiled region</h2><h2>3. Running</h2>"
-    assert sc.check_html(_page(once), "p.html") == []
+def test_warnings_name_the_cell(defects: list[Warning]) -> None:
+    (w,) = [w for w in defects if w.doc == "stray_0"]
+    assert w.message.endswith("(cell 2)") and w.line is not None and w.line // 10000 - 1 == 2
 
 
-@pytest.mark.parametrize("mark", ["✅ kernel", "❌ raises", "⚠️ CPU fallback", "💲"])
-def test_emoji_fails(mark: str) -> None:
-    assert any("emoji" in p for p in sc.check_html(_page(f"<td>{mark}</td>"), "p.html"))
+def test_allow_list_entries_are_used_sourced_and_for_chapters(defects: list[Warning]) -> None:
+    assert not [w for w in defects if w.doc == "number_0"], "a number on the allow-list must not warn"
+    listed = sorted(w.message for w in defects if w.kind == "allow-list")
+    assert len(listed) == 3, listed
+    assert "[nochapter] is not a chapter" in listed[0]
+    assert "[number_0] '7' matches no number any more" in listed[1]
+    assert "[number_1] '1' needs its source" in listed[2]
 
 
-def test_text_marks_pass() -> None:
-    assert sc.check_html(_page("<td>✓ kernel</td><td>✗ raises</td><td>! CPU fallback</td>"), "p.html") == []
+def test_a_headings_own_number_is_not_a_prose_number(defects: list[Warning]) -> None:
+    assert [w.kind for w in defects if w.doc == "double_number_nb"] == ["double-number"]
+
+
+def test_glossary_warns_once_per_term(defects: list[Warning]) -> None:
+    (w,) = [w for w in defects if w.doc == "glossary_first_use"]
+    assert "'XLA'" in w.message and "{term}`XLA`" in w.message
+    (p,) = [w for w in defects if w.doc == "glossary_plural"]
+    assert "{term}`lazy tensors <lazy tensor>`" in p.message
+
+
+def test_an_exact_zero_glued_as_text_reads_0(clean: tuple[Path, list[Warning]]) -> None:
+    page = (clean[0] / "_build" / "clean.html").read_text(encoding="utf-8")
+    assert '<span class="pasted-text">0</span>' in page and "0.0e+00" not in page

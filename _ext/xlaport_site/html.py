@@ -1,4 +1,4 @@
-"""Sphinx extension for the xlaport site (loaded from _config.yml ``local_extensions``).
+"""Fixes to the rendered pages (not checks).
 
 * Each script is included once per page: sphinx-thebe registers its inline configuration script on every
   ``env-before-read-docs`` event, and a second copy makes the browser throw
@@ -23,7 +23,7 @@ from xlaport.text import is_exact_zero_in_e
 _PATHLIKE = re.compile(r"(\.(png|jpe?g|svg|gif)$)|(^\.{0,2}/)|(^_images/)", re.I)
 
 
-def _dedupe_scripts(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
+def dedupe_scripts(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
     seen: set[tuple[str, str]] = set()
     kept = []
     for script in context.get("script_files", []):
@@ -35,7 +35,7 @@ def _dedupe_scripts(app: Sphinx, pagename: str, templatename: str, context: dict
     context["script_files"] = kept
 
 
-def _alt_text(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+def alt_text(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     for image in doctree.findall(nodes.image):
         alt = str(image.get("alt", "")).strip()
         if alt and not _PATHLIKE.search(alt) and alt != image.get("uri"):
@@ -47,14 +47,13 @@ def _alt_text(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         image["alt"] = f"Plot: {title}" if title else "Plot produced by the code cell above"
 
 
-def _exact_zero(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+def exact_zero(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     for node in list(doctree.findall(nodes.inline)):
         if "pasted-text" in node.get("classes", []) and is_exact_zero_in_e(node.astext()):
             node.children = [nodes.Text("0")]
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
-    app.connect("html-page-context", _dedupe_scripts)
-    app.connect("doctree-resolved", _alt_text)
-    app.connect("doctree-resolved", _exact_zero)
-    return {"parallel_read_safe": True, "parallel_write_safe": True}
+def setup(app: Sphinx) -> None:
+    app.connect("html-page-context", dedupe_scripts)
+    app.connect("doctree-resolved", alt_text)
+    app.connect("doctree-resolved", exact_zero, priority=400)  # before the checks (priority 500)

@@ -1,0 +1,29 @@
+"""Sphinx extension for the xlaport site (loaded from _config.yml ``local_extensions``).
+
+One module per family:
+
+* :mod:`.generated`: the pages made from the toolkit's data when the build starts (``builder-inited``);
+* :mod:`.html`: fixes to the rendered pages (scripts once per page, alt text for plots, exact zeros as ``0``);
+* the reader checks, each a doctree visitor that warns ``xlaport.<check>`` (a strict build, ``-W``, fails on it):
+  :mod:`.prose_numbers` (numbers in a chapter's prose are glued, parameters or sourced), :mod:`.glossary` (a term's
+  first use in a chapter is a ``{term}`` link), :mod:`.outputs` (stray results, build-machine noise, printed tables,
+  ``nan`` where a number belongs in an output), :mod:`.pages` (unrendered tables, ``nan`` or ``0.0e+00`` in glued
+  prose, headings numbered twice, emoji, machine paths).
+
+``tests/site/test_reader_checks.py`` builds small projects with this extension, reintroduces each defect and sees
+its warning.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sphinx.application import Sphinx
+
+from . import generated, glossary, html, outputs, pages, prose_numbers
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    for module in (generated, html, prose_numbers, glossary, outputs, pages):
+        module.setup(app)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

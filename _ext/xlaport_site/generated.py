@@ -1,0 +1,102 @@
+"""Pages made from the toolkit's data when a build starts (``builder-inited``), never typed by hand.
+
+Config ``xlaport_generate`` lists what to make, into the source directory:
+
+* ``reference``: ``book/generated/<page>.md`` for each page of :data:`xlaport.reference.PAGES`;
+* ``flowchart``: ``book/generated/figures/migration.svg``, the home page's migration flowchart;
+* ``curriculum``: the curriculum's session table and the decision brief's band (``scripts/curriculum_pages.py``);
+* ``verified``: ``book/verified.md``, the verified-on page: the committed run records (``verified/*.json``) and this
+  build's own emulated run, read from the executed notebooks under ``notebooks/`` (``scripts/verify.py``).
+
+A file is rewritten only when its text changes. The scripts are the project's own (``scripts/``, found from this
+file: the first parent with a ``pyproject.toml``), so the staged copy of the extension finds them as well.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from sphinx.application import Sphinx
+from sphinx.util import logging
+
+logger = logging.getLogger("xlaport_site")
+KINDS = ("reference", "flowchart", "curriculum", "verified")
+
+
+def project_root() -> Path:
+    start = Path(__file__).resolve()
+    for parent in start.parents:
+        if (parent / "pyproject.toml").exists():
+            return parent
+    raise RuntimeError(f"no pyproject.toml above {start}: cannot find the xlaport project")
+
+
+def _script(name: str) -> ModuleType:
+    scripts = str(project_root() / "scripts")
+    if scripts not in sys.path:
+        sys.path.insert(0, scripts)
+    return importlib.import_module(name)
+
+
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def reference_pages(srcdir: Path) -> list[Path]:
+    from xlaport import reference
+
+    return [_write(srcdir / "book" / "generated" / f"{page}.md", reference.render(page)) for page in reference.PAGES]
+
+
+def flowchart(srcdir: Path) -> list[Path]:
+    from xlaport import diagrams
+
+    return [diagrams.save(diagrams.migration_flowchart(), srcdir / "book" / "generated" / "figures" / "migration.svg")]
+
+
+def curriculum(srcdir: Path) -> list[Path]:
+    return list(_script("curriculum_pages").write(srcdir / "book" / "generated"))
+
+
+def verified(srcdir: Path) -> list[Path]:
+    """The verified-on page: committed run records and this build's run, from the executed chapters."""
+    import torch
+
+    verify = _script("verify")
+    chapters = {
+        done.stem: verify.chapter_record(json.loads(done.read_text(encoding="utf-8")), passed=True)
+        for done in sorted((srcdir / "notebooks").glob("*.ipynb"))
+    }
+    this_build: dict[str, Any] = {"date": "this build", "requested_target": "parameters cells"}
+    records = [
+        *verify.load_records(project_root() / "verified"),
+        {**this_build, "torch": torch.__version__, "chapters": chapters},
+    ]
+    return [_write(srcdir / "book" / "verified.md", verify.render_page(records))]
+
+
+MAKERS = {"reference": reference_pages, "flowchart": flowchart, "curriculum": curriculum, "verified": verified}
+
+
+def generate(app: Sphinx) -> None:
+    unknown = sorted(set(app.config.xlaport_generate) - set(MAKERS))
+    if unknown:
+        raise ValueError(f"xlaport_generate: unknown {unknown}; choose from {', '.join(KINDS)}")
+    srcdir = Path(app.srcdir)
+    for kind in KINDS:
+        if kind in app.config.xlaport_generate:
+            made = MAKERS[kind](srcdir)
+            logger.info(f"[xlaport] generated {kind}: {', '.join(str(p.relative_to(srcdir)) for p in made)}")
+
+
+def setup(app: Sphinx) -> None:
+    app.add_config_value("xlaport_generate", [], "env", [list])
+    app.connect("builder-inited", generate)
