@@ -325,3 +325,45 @@ def test_persistent_cache_check_really_compiles_and_writes(tmp_path: Path) -> No
         assert warm.compiles == 0 and warm.deserialize_failures == 0, warm
     else:
         assert warm.deserialize_failures == 1 and warm.compiles == 1 and warm.errors, warm
+
+
+# ------------------------------------------------------------------ the structured-trace contract with torch
+def test_torch_still_reports_what_the_monitor_reads(fresh_python: Runner) -> None:
+    """A real compile and recompile: the structured trace carries every field the monitor reads. When a newer torch
+    renames one, this fails with the field's name and torch's version, not with a monitor that counts no compiles."""
+    out = fresh_python(
+        """
+        import json
+        from xlaport.recompile import dynamo_events as de
+        print(json.dumps(de.contract_problems()))
+        """
+    )
+    problems = json.loads(out.stdout.strip().splitlines()[-1])
+    assert problems == [], "\n".join(problems)
+
+
+def test_contract_names_a_missing_field(fresh_python: Runner) -> None:
+    out = fresh_python(
+        """
+        import json
+        from xlaport.recompile import dynamo_events as de
+        de.METRICS_FIELDS = (*de.METRICS_FIELDS, "a_field_torch_never_had")
+        print(json.dumps(de.contract_problems()))
+        """
+    )
+    problems = json.loads(out.stdout.strip().splitlines()[-1])
+    assert len(problems) == 1 and "'a_field_torch_never_had'" in problems[0] and "dynamo_events.py" in problems[0]
+
+
+def test_events_from_records() -> None:
+    from xlaport.recompile.dynamo_events import event_from_limit_warning, event_from_metrics
+
+    ev = event_from_metrics(
+        {"co_name": "f", "entire_frame_compile_time_s": 0.25, "recompile_reason": "0/1: x", "compile_id": "0/2"}
+    )
+    assert (ev.source, ev.seconds, ev.reason, ev.function, ev.compile_id) == ("dynamo", 0.25, "0/1: x", "f", "0/2")
+    refused = event_from_metrics({"fail_type": "RecompileLimitExceeded", "recompile_reason": "0/7: y"})
+    assert refused.source == "dynamo-failed" and refused.reason == "0/7: y"
+    limit = event_from_limit_warning("torch._dynamo hit config.recompile_limit (8)\n   last reason: 0/7: tensor 'x'")
+    assert limit is not None and limit.source == "dynamo-limit" and limit.reason == "0/7: tensor 'x'"
+    assert event_from_limit_warning("something else") is None

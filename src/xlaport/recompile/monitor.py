@@ -17,14 +17,11 @@ Signals, each read from the backend itself (through :mod:`xlaport.metrics`) and 
   ``UncachedCompile`` counter and the ``CompileTime`` metric of ``torch_xla.debug.metrics``.
   Lazy mode (``torch_xla.sync()``) and ``torch.compile(backend="openxla")`` both compile
   through them, so one XLA executable per new graph shows up as one ``UncachedCompile``.
-- **Dynamo** (``torch.compile`` with any backend): each frame compile, timed with Dynamo's
-  compile callbacks (``torch._dynamo.callback``), and the guard-failure text that
-  ``TORCH_LOGS=recompiles`` would print (``tensor 'x' size mismatch at index 2. expected
-  888, actual 961``), captured programmatically by wrapping the function Dynamo calls to
-  compute it (``torch._dynamo.convert_frame.get_and_maybe_log_recompilation_reasons``), so
-  nothing is printed and no logging configuration changes. The recompile-limit warning
-  (``torch._dynamo hit config.recompile_limit (8)``) is caught with a handler on Dynamo's
-  ``convert_frame`` logger; after it, Dynamo runs the frame eagerly (on CUDA, silently).
+- **Dynamo** (``torch.compile`` with any backend): each frame compile with its time and, on a recompile, the
+  guard-failure text that ``TORCH_LOGS=recompiles`` would print (``tensor 'x' size mismatch at index 2. expected
+  888, actual 961``), read from torch's structured trace by :mod:`xlaport.recompile.dynamo_events`, so nothing is
+  printed and nothing in torch is wrapped. The recompile-limit warning (``torch._dynamo hit
+  config.recompile_limit (8)``) is caught there too; after it, Dynamo runs the frame eagerly (on CUDA, silently).
 - **TorchTPU** (only when ``torch_tpu`` is already imported, i.e. on a real TPU VM): cache
   misses from ``torch.tpu._get_cache_stats()`` (``num_cache_reqs - num_cache_hits``).
 - **Inputs**: tensors passed to :meth:`RecompileMonitor.step` give the step a shape key
@@ -47,11 +44,9 @@ well under a millisecond on XLA:CPU.
 
 from __future__ import annotations
 
-import logging
 import math
 import re
 import statistics
-import threading
 import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
@@ -61,6 +56,7 @@ from typing import Any
 import torch
 
 from .. import metrics
+from .dynamo_events import EVENTS, CompileEvent
 
 __all__ = [
     "RecompileMonitor",
@@ -179,19 +175,6 @@ def _fmt_v(v: Any) -> str:
 
 # --------------------------------------------------------------------------- records
 @dataclass
-class CompileEvent:
-    """One compile seen by a source: ``"dynamo"`` (a frame compile, with its guard-failure
-    reason on recompiles), or ``"dynamo-limit"`` (the recompile limit was hit)."""
-
-    source: str
-    seconds: float | None
-    reason: str | None
-    kind: str | None
-    compile_id: str | None = None
-    function: str | None = None
-
-
-@dataclass
 class StepRecord:
     """What one monitored step did. ``None`` means that signal is not available here."""
 
@@ -277,113 +260,6 @@ class Summary:
         )
 
 
-# --------------------------------------------------------------------------- Dynamo tap
-class _DynamoTap:
-    """Process-wide hooks into Dynamo, installed while at least one monitor is active."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.users = 0
-        self.listeners: list[Callable[[CompileEvent], None]] = []
-        self._orig: Any = None
-        self._starts: dict[str, float] = {}
-        self._handler: logging.Handler | None = None
-        self.available = {"callbacks": False, "reasons": False, "limit": False}
-
-    def _emit(self, ev: CompileEvent) -> None:
-        for fn in list(self.listeners):
-            fn(ev)
-
-    def _on_start(self, args: Any) -> None:
-        self._starts[str(getattr(args, "compile_id", ""))] = time.perf_counter()
-
-    def _on_end(self, args: Any) -> None:
-        cid = str(getattr(args, "compile_id", ""))
-        t0 = self._starts.pop(cid, None)
-        self._emit(CompileEvent("dynamo", None if t0 is None else time.perf_counter() - t0, None, None, cid))
-
-    def acquire(self, listener: Callable[[CompileEvent], None]) -> None:
-        with self.lock:
-            self.listeners.append(listener)
-            self.users += 1
-            if self.users == 1:
-                self._install()
-
-    def release(self, listener: Callable[[CompileEvent], None]) -> None:
-        with self.lock:
-            if listener in self.listeners:
-                self.listeners.remove(listener)
-            self.users = max(0, self.users - 1)
-            if self.users == 0:
-                self._uninstall()
-
-    def _install(self) -> None:
-        try:
-            from torch._dynamo import callback as cb
-            from torch._dynamo import convert_frame as cf
-
-            cb.callback_handler.register_start_callback(self._on_start)
-            cb.callback_handler.register_end_callback(self._on_end)
-            self.available["callbacks"] = True
-        except Exception:  # pragma: no cover - older/newer torch without these hooks
-            return
-        orig = getattr(cf, "get_and_maybe_log_recompilation_reasons", None)
-        if orig is not None:
-            tap = self
-
-            def wrapped(cache_entry: Any, frame: Any, *a: Any, **kw: Any) -> Any:
-                reasons = orig(cache_entry, frame, *a, **kw)
-                if not kw.get("skip_logging", a[0] if a else False):
-                    fn = getattr(getattr(frame, "f_code", None), "co_name", None)
-                    text = reasons[0] if reasons else "Unable to find recompilation reasons"
-                    kind, clean = parse_reason(text)
-                    tap._emit(CompileEvent("dynamo-reason", None, clean, kind, None, fn))
-                return reasons
-
-            wrapped.__wrapped__ = orig  # type: ignore[attr-defined]
-            cf.get_and_maybe_log_recompilation_reasons = wrapped
-            self._orig = orig
-            self.available["reasons"] = True
-
-        tap = self
-
-        class _LimitHandler(logging.Handler):
-            def emit(self, record: logging.LogRecord) -> None:
-                try:
-                    msg = record.getMessage()
-                except Exception:  # pragma: no cover
-                    return
-                if "hit config." in msg and "recompile_limit" in msg:
-                    m = re.search(r"last reason: (.*)", msg)
-                    kind, clean = parse_reason(m.group(1)) if m else ("other", "")
-                    tap._emit(CompileEvent("dynamo-limit", None, clean, kind))
-
-        self._handler = _LimitHandler(level=logging.WARNING)
-        logging.getLogger("torch._dynamo.convert_frame").addHandler(self._handler)
-        self.available["limit"] = True
-
-    def _uninstall(self) -> None:
-        try:
-            from torch._dynamo import callback as cb
-            from torch._dynamo import convert_frame as cf
-        except Exception:  # pragma: no cover
-            return
-        for lst, fn in (
-            (cb.callback_handler.start_callbacks, self._on_start),
-            (cb.callback_handler.end_callbacks, self._on_end),
-        ):
-            if fn in lst:
-                lst.remove(fn)
-        if self._orig is not None:
-            cf.get_and_maybe_log_recompilation_reasons = self._orig
-            self._orig = None
-        if self._handler is not None:
-            logging.getLogger("torch._dynamo.convert_frame").removeHandler(self._handler)
-            self._handler = None
-        self.available = {"callbacks": False, "reasons": False, "limit": False}
-
-
-_TAP = _DynamoTap()
 _SOURCES: tuple[str, ...] = ("auto", "xla", "torch_tpu", "dynamo")
 
 
@@ -441,13 +317,13 @@ class RecompileMonitor:
     # ------------------------------------------------------------ lifecycle
     def start(self) -> RecompileMonitor:
         if not self._active:
-            _TAP.acquire(self._on_event)
+            EVENTS.subscribe(self._on_event)
             self._active = True
         return self
 
     def close(self) -> None:
         if self._active:
-            _TAP.release(self._on_event)
+            EVENTS.unsubscribe(self._on_event)
             self._active = False
 
     def __enter__(self) -> RecompileMonitor:
@@ -457,6 +333,8 @@ class RecompileMonitor:
         self.close()
 
     def _on_event(self, ev: CompileEvent) -> None:
+        if ev.reason is not None and ev.kind is None:
+            ev.kind, ev.reason = parse_reason(ev.reason)
         (self._pending if self._pending is not None else self.unattributed).append(ev)
 
     @property
@@ -473,9 +351,7 @@ class RecompileMonitor:
         return {
             "xla_metrics": metrics.xla_loaded(),
             "torch_tpu_cache": metrics.snapshot(fallbacks=False).backend == "torch_tpu",
-            "dynamo_callbacks": _TAP.available["callbacks"],
-            "dynamo_reasons": _TAP.available["reasons"],
-            "dynamo_limit": _TAP.available["limit"],
+            "dynamo_events": EVENTS.installed,
         }
 
     # ------------------------------------------------------------ steps
@@ -516,7 +392,7 @@ class RecompileMonitor:
         rec.dynamo_compiles = len(dyn)
         rec.dynamo_compile_s = sum(e.seconds or 0.0 for e in dyn)
         for e in events:
-            if e.source in ("dynamo-reason", "dynamo-limit") and e.reason is not None:
+            if e.source in ("dynamo", "dynamo-failed", "dynamo-limit") and e.reason is not None:
                 prefix = "recompile limit hit; last reason: " if e.source == "dynamo-limit" else ""
                 rec.reasons.append(prefix + e.reason)
                 rec.kinds.append(e.kind or "other")
