@@ -94,6 +94,22 @@ class Chip:
         f = self.facts["hbm"]
         return f.value * {"GB": 1e9, "GiB": 2.0**30}[f.unit]
 
+    @property
+    def hbm_bytes_per_s(self) -> float:
+        """HBM bandwidth per chip (bytes/s), as the vendor states it."""
+        return self._bytes_per_s("hbm_bandwidth")
+
+    @property
+    def link_bytes_per_s(self) -> float:
+        """Chip-to-chip (ICI, NeuronLink, NVLink) bandwidth per chip (bytes/s), as the vendor states it."""
+        return self._bytes_per_s("chip_to_chip_bandwidth")
+
+    def _bytes_per_s(self, key: str) -> float:
+        if key not in self.facts:
+            raise ValueError(f"no {key} for {self.id} in {DATA_FILE}")
+        f = self.facts[key]
+        return f.value * {"B/s": 1.0, "GB/s": 1e9, "TB/s": 1e12}[f.unit]
+
     def price_fact(self, term: str = "on_demand") -> Fact:
         if term not in PRICE_TERMS:
             raise ValueError(f"unknown price term {term!r}; use one of {', '.join(PRICE_TERMS)}")

@@ -1,0 +1,95 @@
+"""``xlaport estimate MODEL``: predict one step's time, MFU band, chip count and cost on every chip.
+
+xlaport estimate qwen3_8b --batch 1 --seq-len 4096
+xlaport estimate my_pkg.model:build --mode inference --input 8x3x224x224 --chip tpu_v6e --chip h100_sxm
+xlaport estimate path/to/config.json --chips 8 --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+__all__ = ["configure", "run"]
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Trace one step of MODEL on the meta device (no weights, no memory) and, per chip, print the step's time "
+        "band (fused and overlapped .. unfused), the MFU band, the fewest chips whose HBM holds it (FSDP) and the "
+        "cost per step and per million tokens. MODEL is MODULE:FACTORY or FILE.py:FACTORY (returns an nn.Module "
+        "or (module, inputs)), a transformers config.json, or a model named in the data file (qwen3_8b)."
+    )
+    p.add_argument("model", help="MODULE:FACTORY, FILE.py:FACTORY, config.json, or a known model name")
+    p.add_argument("--mode", choices=("training", "inference"), default="training", help="step to trace")
+    p.add_argument("--batch", default="1", help="sequences (or samples) per step (default 1)")
+    p.add_argument("--seq-len", default="2048", help="tokens per sequence (default 2048)")
+    p.add_argument("--dtype", choices=("bfloat16", "float16", "float32"), default="bfloat16")
+    p.add_argument("--input", action="append", default=[], metavar="SHAPE[:DTYPE]", help="inputs for a non-LM model")
+    p.add_argument("--chip", action="append", default=None, help="chip id (repeat; default every chip)")
+    p.add_argument("--chips", default=None, help="chips to spread the step over (default: the fewest that fit)")
+    p.add_argument("--optimizer", choices=("adamw", "sgd", "sgd_momentum"), default="adamw")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def _ms(lo: float, hi: float) -> str:
+    return f"{lo * 1e3:.3g}–{hi * 1e3:.3g} ms"
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import cost
+    from .args import positive_whole
+
+    batch = positive_whole("--batch", args.batch)
+    seq = positive_whole("--seq-len", args.seq_len)
+    chips = positive_whole("--chips", args.chips) if args.chips is not None else None
+    for c in args.chip or []:
+        cost.chip(c)  # one-line error for an unknown chip before torch starts
+    from ..perf.estimate import estimate
+
+    est = estimate(
+        args.model,
+        mode=args.mode,
+        batch=batch,
+        seq_len=seq,
+        dtype=args.dtype,
+        inputs=args.input,
+        chip_ids=args.chip,
+        chips=chips,
+        optimizer=args.optimizer,
+    )
+    if args.json:
+        print(json.dumps(est.to_dict(), indent=2))
+        return 0
+    s = est.trace.summary()
+    print(
+        f"{args.model}: {args.mode} step, {s['params'] / 1e9:.3g} B parameters, {s['flop'] / 1e12:.4g} TFLOP, "
+        f"{s['bytes_fused'] / 1e9:.3g}–{s['bytes_unfused'] / 1e9:.3g} GB moved, {s['ops']} ops ({s['dtype']})"
+    )
+    head = ("chip", "chips", "fit", "step", "bound", "MFU", "$/step", "$/Mtok")
+    rows = []
+    for c in est.chips:
+        r = c.row()
+        mtok = r.get("usd_per_million_tokens")
+        rows.append(
+            (
+                r["chip"],
+                str(r["chips"]),
+                f"≥{r['fewest_chips']}" + ("" if r["sample_fits"] else " (TP/SP)"),
+                _ms(*r["step_s"]),
+                r["low_bound"],
+                f"{r['mfu'][0]:.0%}–{r['mfu'][1]:.0%}",
+                f"{r['usd_per_step'][0]:.3g}–{r['usd_per_step'][1]:.3g}" if "usd_per_step" in r else "no price",
+                f"{mtok[0]:.3g}–{mtok[1]:.3g}" if mtok else "",
+            )
+        )
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+    for line in (head, *rows):
+        print("  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip())
+    print(
+        "step: fast end fused and overlapped, slow end unfused (eager); bound: what sets the fast end; "
+        "(TP/SP): one sample's activations exceed a chip, FSDP alone cannot fit it",
+        file=sys.stderr,
+    )
+    return 0

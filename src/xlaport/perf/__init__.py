@@ -1,0 +1,63 @@
+"""Will it be fast, and what will it cost? A step predicted from the model before renting a chip.
+
+Modules (torch is imported only when a trace runs):
+
+- :mod:`~xlaport.perf.trace`: one step traced on ``meta``: FLOPs and bytes per ATen op (forward, backward,
+  optimizer), the fused lower bound on bytes, parameters, gradients, optimizer state, saved activations.
+- :mod:`~xlaport.perf.machine`: a chip (or this CPU) as the roofline sees it: peak, HBM and link bandwidth, HBM.
+- :mod:`~xlaport.perf.roofline`: per-op times, the step's band (fused and overlapped .. unfused and summed),
+  the regime of each op class, FSDP collectives on several chips.
+- :mod:`~xlaport.perf.memory`: the fewest chips whose HBM holds the step under FSDP.
+- :mod:`~xlaport.perf.decode`: decode as its own regime (weights and KV cache read per token).
+- :mod:`~xlaport.perf.pricing`: cost per step, per image and per million tokens, band carried through.
+- :mod:`~xlaport.perf.estimate`: load a model (``module:factory``, a transformers config), trace, estimate every chip.
+- :mod:`~xlaport.perf.bench`: this CPU measured, and predicted vs measured step times on it.
+- :mod:`~xlaport.perf.claims`: the launch figures in the data file checked against physics.
+
+``xlaport estimate`` is the command line.
+"""
+
+from __future__ import annotations
+
+from .._lazy import lazy_exports
+
+_EXPORTS = {
+    "OpCount": "trace",
+    "StepTrace": "trace",
+    "trace_step": "trace",
+    "op_class": "trace",
+    "OPTIMIZERS": "trace",
+    "Machine": "machine",
+    "chip": "machine",
+    "chips": "machine",
+    "Band": "roofline",
+    "band": "roofline",
+    "op_times": "roofline",
+    "regimes": "roofline",
+    "collective_bytes": "roofline",
+    "Fit": "memory",
+    "fewest_chips": "memory",
+    "bytes_per_chip": "memory",
+    "DecoderShape": "decode",
+    "decoder_shape": "decode",
+    "decode_step": "decode",
+    "decode_sweep": "decode",
+    "max_batch": "decode",
+    "StepCost": "pricing",
+    "step_cost": "pricing",
+    "Estimate": "estimate",
+    "ChipEstimate": "estimate",
+    "estimate": "estimate",
+    "estimate_trace": "estimate",
+    "load_model": "estimate",
+    "example_inputs": "estimate",
+    "measure_cpu": "bench",
+    "validate": "bench",
+    "CASES": "bench",
+    "flux_claim": "claims",
+    "qwen3_mfu_claim": "claims",
+    "price_claim": "claims",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -1,0 +1,232 @@
+"""A model to a per-chip estimate: load it on ``meta``, trace one step, and put the roofline, the
+memory fit and the cost side by side for every chip.
+
+Models come as ``module:factory`` / ``path/file.py:factory`` (the factory returns an ``nn.Module``,
+or ``(module, inputs)``; it is called under ``torch.device("meta")``), as a transformers config (a
+``config.json`` path or a dict with ``model_type``), or as the name of a model in the data file
+(``qwen3_8b``). Nothing is downloaded and no weight is allocated.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .. import cost
+from ..validate import integer
+from .machine import Machine, chip
+from .memory import Fit, fewest_chips
+from .pricing import StepCost, step_cost
+from .roofline import Band, band, regimes
+from .trace import Mode, StepTrace, trace_step
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["DTYPES", "ChipEstimate", "Estimate", "load_model", "example_inputs", "estimate", "estimate_trace"]
+
+DTYPES = ("bfloat16", "float16", "float32")
+
+
+def _torch_dtype(name: str) -> Any:
+    import torch
+
+    if name not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {name!r}")
+    return getattr(torch, name)
+
+
+def _hf_model(cfg: dict[str, Any]) -> Any:
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    d = {k: v for k, v in cfg.items() if k not in ("name", "source", "date", "evidence", "published_params")}
+    model_type = d.pop("model_type", None)
+    if not model_type:
+        raise ValueError("a transformers config needs model_type (e.g. 'qwen3', 'llama')")
+    try:
+        config = AutoConfig.for_model(model_type, **d)
+    except (ValueError, KeyError) as e:
+        raise ValueError(f"transformers cannot build a config of type {model_type!r}: {e}") from None
+    with torch.device("meta"):
+        return AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
+
+
+def load_model(spec: str | dict[str, Any]) -> tuple[Any, tuple[Any, ...] | None]:
+    """(module on meta, inputs or None) from a ``module:factory`` entry, a config path/dict or a data-file model name."""
+    import torch
+
+    if isinstance(spec, dict):
+        return _hf_model(spec), None
+    if not isinstance(spec, str) or not spec:
+        raise ValueError("model must be MODULE:FACTORY, FILE.py:FACTORY, a config.json path or a known model name")
+    if spec.endswith(".json"):
+        if not os.path.isfile(spec):
+            raise ValueError(f"no such config file: {spec}")
+        try:
+            with open(spec, encoding="utf-8") as fh:
+                return _hf_model(json.load(fh)), None
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{spec} is not valid JSON: {e.msg} (line {e.lineno})") from None
+    if ":" not in spec:
+        try:
+            cfg = cost.model_config(spec)
+        except ValueError:
+            raise ValueError(
+                f"model {spec!r} is neither MODULE:FACTORY, a config.json nor a known model "
+                f"({', '.join(_known_models())})"
+            ) from None
+        return _hf_model(cfg), None
+    where, _, name = spec.rpartition(":")
+    try:
+        if where.endswith(".py"):
+            if not os.path.isfile(where):
+                raise ValueError(f"no such file: {where}")
+            s = importlib.util.spec_from_file_location(f"_xlaport_estimate_{abs(hash(where))}", where)
+            if s is None or s.loader is None:
+                raise ValueError(f"cannot load {where}")
+            mod = importlib.util.module_from_spec(s)
+            s.loader.exec_module(mod)
+        else:
+            mod = importlib.import_module(where)
+    except ImportError as e:
+        raise ValueError(f"cannot import {where!r}: {e}") from None
+    fn = getattr(mod, name, None)
+    if not callable(fn):
+        raise ValueError(f"{where} has no callable {name!r}")
+    with torch.device("meta"):
+        got = fn()
+    if isinstance(got, tuple) and len(got) == 2 and isinstance(got[0], torch.nn.Module):
+        return got[0], tuple(got[1]) if isinstance(got[1], (tuple, list)) else (got[1],)
+    if not isinstance(got, torch.nn.Module):
+        raise ValueError(f"{spec} returned {type(got).__name__}, expected an nn.Module or (module, inputs)")
+    return got, None
+
+
+def _known_models() -> list[str]:
+    from ..cost.facts import _raw
+
+    return [k for k, v in _raw()["models"].items() if "model_type" in v]
+
+
+def example_inputs(model: Any, batch: int, seq_len: int, shapes: Sequence[str] = ()) -> tuple[Any, ...]:
+    """Meta inputs: token ids ``(batch, seq_len)`` for a model with ``config.vocab_size``, else ``shapes``
+    (``8x3x32x32`` float, ``8x64:int64``)."""
+    import torch
+
+    b = integer("batch", batch, minimum=1)
+    s = integer("seq_len", seq_len, minimum=1)
+    if shapes:
+        out = []
+        for spec in shapes:
+            dims, _, dt = spec.partition(":")
+            try:
+                size = tuple(int(x) for x in dims.lower().split("x"))
+            except ValueError:
+                raise ValueError(f"bad input shape {spec!r}; expected e.g. 8x64 or 8x64:int64") from None
+            if not size or min(size) < 1:
+                raise ValueError(f"bad input shape {spec!r}; sizes must be positive")
+            dtype = getattr(torch, dt or "float32", None)
+            if not isinstance(dtype, torch.dtype):
+                raise ValueError(f"bad dtype in input {spec!r}")
+            out.append(torch.zeros(size, dtype=dtype, device="meta"))
+        return tuple(out)
+    vocab = getattr(getattr(model, "config", None), "vocab_size", None) or getattr(model, "vocab_size", None)
+    if vocab is None:
+        raise ValueError("the model has no config.vocab_size: give its inputs with --input (e.g. 8x3x32x32)")
+    return (torch.zeros((b, s), dtype=torch.long, device="meta"),)
+
+
+@dataclass(frozen=True)
+class ChipEstimate:
+    machine: Machine
+    chips: int
+    fit: Fit
+    band: Band
+    mfu: tuple[float, float]  # (slow end, fast end)
+    cost: StepCost | None
+    regimes: list[dict[str, Any]]
+
+    def row(self) -> dict[str, Any]:
+        r: dict[str, Any] = {
+            "chip": self.machine.id,
+            "name": self.machine.name,
+            "chips": self.chips,
+            "fewest_chips": self.fit.chips,
+            "fits": self.chips >= self.fit.chips and self.fit.sample_fits,
+            "sample_fits": self.fit.sample_fits,
+            "step_s": [self.band.low_s, self.band.high_s],
+            "low_bound": self.band.low_bound,
+            "mfu": [self.mfu[0], self.mfu[1]],
+            "collective_s": self.band.collective_s,
+        }
+        if self.cost is not None:
+            r["usd_per_chip_hour"] = self.cost.usd_per_chip_hour
+            r["usd_per_step"] = list(self.cost.usd_per_step)
+            if self.cost.usd_per_million_tokens:
+                r["usd_per_million_tokens"] = sorted(self.cost.usd_per_million_tokens)
+            if self.cost.usd_per_item:
+                r["usd_per_item"] = list(self.cost.usd_per_item)
+        return r
+
+
+@dataclass(frozen=True)
+class Estimate:
+    trace: StepTrace
+    chips: list[ChipEstimate]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"trace": self.trace.summary(), "chips": [c.row() for c in self.chips]}
+
+
+def estimate_trace(
+    trace: StepTrace,
+    chip_ids: Sequence[str] | None = None,
+    chips: int | None = None,
+    *,
+    steps_per_item: float = 1.0,
+    price_term: str = "on_demand",
+) -> Estimate:
+    """Per chip: the fewest chips that hold the step, the band on ``chips`` (default: that fewest), MFU and cost."""
+    out = []
+    for cid in chip_ids or cost.chip_names():
+        m = chip(cid, price_term=price_term)
+        fit = fewest_chips(trace, m)
+        n = integer("chips", chips, minimum=1) if chips is not None else fit.chips
+        b = band(trace, m, n)
+        c = None
+        if m.usd_per_hour is not None:
+            c = step_cost(b, m.usd_per_hour, items=trace.items, tokens=trace.tokens, steps_per_item=steps_per_item)
+        out.append(ChipEstimate(m, n, fit, b, b.mfu(m.peak_flop_per_s), c, regimes(trace, m, n)))
+    return Estimate(trace, out)
+
+
+def estimate(
+    model: str | dict[str, Any] | torch.nn.Module,
+    *,
+    mode: Mode = "training",
+    batch: int = 1,
+    seq_len: int = 2048,
+    dtype: str = "bfloat16",
+    inputs: Sequence[str] = (),
+    chip_ids: Sequence[str] | None = None,
+    chips: int | None = None,
+    optimizer: str = "adamw",
+) -> Estimate:
+    """Load (or take) a model on meta, trace one step at ``batch`` × ``seq_len`` in ``dtype``, estimate every chip."""
+    import torch
+
+    given = None
+    if isinstance(model, torch.nn.Module):
+        m = model
+    else:
+        m, given = load_model(model)
+    m = m.to(_torch_dtype(dtype))
+    args = given if given is not None and not inputs else example_inputs(m, batch, seq_len, inputs)
+    trace = trace_step(m, args, mode, optimizer=optimizer)
+    return estimate_trace(trace, chip_ids, chips)
