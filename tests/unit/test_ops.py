@@ -143,9 +143,12 @@ def test_decomposition_is_checked_by_running_the_composite() -> None:
     cov = ops.coverage(tr, "tpu")
     mm = cov["aten::mm"]  # no TorchTPU kernel for mm itself: CEANF -> mm.out, which it has
     assert mm.status == "decomposed" and "mm.out" in mm.via and "CEANF" in mm.via
-    # the same op reached only by name cannot be checked, and says so instead of guessing
-    by_name = ops.coverage(["aten::mm"], "tpu")["aten::mm"]
-    assert by_name.status == "unknown" and "no example inputs" in by_name.via
+    # a structured op's route is known by name (its structured_delegate); any other composite is not
+    by_name = ops.coverage(["aten::mm", "aten::pixel_shuffle"], "tpu")
+    assert by_name["aten::mm"].status == "decomposed" and "structured" in by_name["aten::mm"].via
+    assert (
+        by_name["aten::pixel_shuffle"].status == "unknown" and "no example inputs" in by_name["aten::pixel_shuffle"].via
+    )
 
 
 def test_a_composite_with_a_missing_part_is_not_supported() -> None:

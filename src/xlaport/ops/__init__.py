@@ -5,8 +5,9 @@
 >>> print(ops.coverage(trace, "tpu").table())  # supported / decomposed / falls back / raises, per op
 
 Modules: :mod:`~xlaport.ops.trace` (record the ops), :mod:`~xlaport.ops.support` (per-target
-kernel tables with provenance), :mod:`~xlaport.ops.coverage` (the verdict per op, following the
-dispatcher's composite order), :mod:`~xlaport.ops.fallback` (TorchTPU's CPU-fallback switch and its
+kernel tables with provenance), :mod:`~xlaport.ops.route` (:func:`decide`: what a target does with one op
+and its inputs, following the dispatcher's route; the one answer the report, the emulator and the zoo sweep
+use), :mod:`~xlaport.ops.coverage` (the verdict per traced op), :mod:`~xlaport.ops.fallback` (TorchTPU's CPU-fallback switch and its
 missing-op behaviour on the emulator), :mod:`~xlaport.ops.entry` (load ``FILE.py:CALLABLE`` specs
 and build example inputs, for the CLI and the doctor).
 """
@@ -19,9 +20,11 @@ from .fallback import (
     cpu_fallback,
     emulate_missing_ops,
     emulated_ops,
+    emulation_plan,
     execution_mode,
     fallback_counts,
 )
+from .route import Decision, decide
 from .support import COVERAGE_TARGETS, XLA_KERNELS_THAT_FALL_BACK, SupportTable, support_table
 from .trace import OpCall, OpTrace, aten_ops
 
@@ -39,6 +42,9 @@ __all__ = [
     "fallback_counts",
     "emulate_missing_ops",
     "emulated_ops",
+    "emulation_plan",
+    "Decision",
+    "decide",
     "TpuFallbackWarning",
     "COVERAGE_TARGETS",
     "STATUSES",

@@ -3,14 +3,9 @@
 >>> from xlaport import ops
 >>> print(ops.coverage(ops.aten_ops(model, x), "tpu").table())
 
-How a decomposition counts. For an op the target has no kernel for, :func:`coverage` applies
-the dispatcher's own order for the target's dispatch key (torch
-``OperatorEntry::computeDispatchTableEntry``): a ``CompositeExplicitAutogradNonFunctional`` kernel
-(used by ``PrivateUse1`` backends such as TorchTPU and TorchNeuron, never by ``XLA``), then
-``CompositeExplicitAutograd``, then ``CompositeImplicitAutograd``, else the backend's fallback. A
-composite kernel is *run* on the traced example inputs under the tracer, and the op counts as
-``decomposed`` only when every op it calls is supported, recursively; ``mm`` reaches TorchTPU as
-``mm.out`` this way.
+Each verdict is :func:`xlaport.ops.route.decide`'s, the same function the emulator and the zoo sweep ask:
+the dispatcher's route for the target's dispatch key, so that ``mm`` reaches TorchTPU as ``mm.out``
+(a structured op's route is known by name; any other composite is run on the traced example inputs).
 """
 
 from __future__ import annotations
@@ -19,49 +14,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import torch
-from torch.utils import _pytree as pytree
-
 from .fallback import execution_mode
+from .route import Decision, composite_key, decide, worst
 from .support import SupportTable, support_table
-from .trace import COMPOSITE_ORDER, OpCall, OpRecorder, OpTrace, copy_arg, lookup_overload, normalise
+from .trace import OpCall, OpTrace, lookup_overload, normalise
 
 __all__ = ["OpSupport", "Coverage", "coverage", "composite_key", "verdict", "worst", "STATUSES"]
 
 STATUSES: tuple[str, ...] = ("supported", "decomposed", "falls back", "raises", "unknown")
-_DK = torch._C.DispatchKey
-_SHORT = {
-    "CompositeExplicitAutogradNonFunctional": "CEANF",
-    "CompositeExplicitAutograd": "CEA",
-    "CompositeImplicitAutograd": "CIA",
-}
-_MAX_DEPTH = 6
-# Ops every backend runs but that copy a value to the host: a sync, hence a graph cut (torch_xla counts it as a fallback).
-_SYNC_OPS = {
-    "aten::_local_scalar_dense": "kernel, but copies a value to the host (sync; torch_xla counts it as a fallback)"
-}
-
-
-def composite_key(op: str, dispatch_key: str) -> str | None:
-    """The composite kernel the dispatcher would use for ``op`` on a backend key without its own kernel."""
-    for k in COMPOSITE_ORDER:
-        if k == "CompositeExplicitAutogradNonFunctional" and dispatch_key == "XLA":
-            continue  # the dispatcher leaves XLA and Lazy out of this alias
-        if torch._C._dispatch_has_kernel_for_dispatch_key(op, k):
-            return k
-    return None
-
-
-def _expand(op: str, key: str, example: tuple[tuple[Any, ...], dict[str, Any]]) -> dict[str, OpCall] | None:
-    """Run ``op``'s composite kernel ``key`` on copies of the example inputs; the ops it calls."""
-    args, kwargs = pytree.tree_map(copy_arg, example)
-    rec = OpRecorder()
-    try:
-        with rec:
-            lookup_overload(op)._op_dk(getattr(_DK, key), *args, **kwargs)
-    except Exception:  # a composite that cannot run on these copies: undecided
-        return None
-    return rec.calls
 
 
 @dataclass(frozen=True)
@@ -134,53 +94,9 @@ class Coverage:
         return "\n".join(lines)
 
 
-def worst(statuses: Iterable[str]) -> str:
-    rank = {"supported": 0, "decomposed": 0, "unknown": 1, "falls back": 2, "raises": 3}
-    return max(statuses, key=lambda s: rank[s], default="supported")
-
-
-def _missing_status(table: SupportTable, fallback_on: bool) -> tuple[str, str]:
-    if table.missing == "raise":
-        if fallback_on:
-            return "falls back", "no kernel: CPU fallback (switched on)"
-        return "raises", "no kernel: NotImplementedError (CPU fallback off, the default)"
-    if not table.complete:
-        return "unknown", "not in the documented list; if unsupported it falls back to CPU (the default)"
-    return "falls back", "no kernel: CPU fallback (the default)"
-
-
-def verdict(
-    op: str, table: SupportTable, fallback_on: bool, example: Any, depth: int = 0
-) -> tuple[str, str, list[str]]:
-    """(status, how decided, missing ops underneath) for one op overload."""
-    if table.has_kernel(op):
-        if op in table.kernel_fallbacks:
-            return "falls back", "kernel that calls the CPU fallback itself (measured)", [op]
-        return "supported", _SYNC_OPS.get(op, "kernel"), []
-    key = composite_key(op, table.dispatch_key)
-    if key is None or depth >= _MAX_DEPTH:
-        status, how = _missing_status(table, fallback_on)
-        return status, how, [op] if status in ("raises", "falls back") else []
-    short = _SHORT[key]
-    if example is None:
-        return "unknown", f"composite ({short}); no example inputs to check what it calls", []
-    inner = _expand(op, key, example)
-    if inner is None:
-        return "unknown", f"composite ({short}); could not run it on the traced inputs", []
-    # an op whose composite re-dispatches itself (detach, alias-like ops) needs nothing more from the backend
-    parts = [
-        (name, *verdict(name, table, fallback_on, c.example, depth + 1))
-        for name, c in inner.items()
-        if name.startswith("aten::") and name != op
-    ]
-    if not parts:
-        return "decomposed", f"composite ({short}); needs no other backend op", []
-    status = worst(p[1] for p in parts)
-    missing = [m for p in parts for m in p[3]]
-    if status in ("supported", "decomposed"):
-        return "decomposed", f"composite ({short}) -> " + ", ".join(p[0].removeprefix("aten::") for p in parts), []
-    bad = [p[0].removeprefix("aten::") for p in parts if p[1] == status]
-    return status, f"composite ({short}) -> {', '.join(bad)} ({status})", missing
+def verdict(op: str, table: SupportTable, fallback_on: bool, example: Any) -> Decision:
+    """:func:`~xlaport.ops.route.decide` for one op overload with its traced example inputs (or None)."""
+    return decide(op, table, example, fallback_on=fallback_on)
 
 
 def coverage(ops: OpTrace | Iterable[str], target: str, *, cpu_fallback: bool | None = None) -> Coverage:
@@ -213,7 +129,8 @@ def coverage(ops: OpTrace | Iterable[str], target: str, *, cpu_fallback: bool | 
         if not c.op.startswith("aten::"):
             rows.append(OpSupport(c.op, "unknown", c.count, "not an ATen op", c.site, ""))
             continue
-        status, how, _ = verdict(c.op, table, fallback_on, c.example)
+        d = decide(c.op, table, c.example, fallback_on=fallback_on)
+        status, how = d.status, d.how
         rows.append(
             OpSupport(
                 c.op,

@@ -1,8 +1,8 @@
 """TorchTPU's CPU-fallback switch, and its missing-op behaviour applied to the emulator.
 
 The emulated ``tpu`` target mimics TorchTPU's missing-op fallback (:func:`emulate_missing_ops`,
-rule ``missing-op`` in ``reference/data/profiles.toml``): an op that neither TorchTPU nor
-torch_xla has a kernel for raises TorchTPU's ``NotImplementedError`` unless
+rule ``missing-op`` in ``reference/data/profiles.toml``): an op that TorchTPU would not run
+(:func:`xlaport.ops.route.decide`) raises TorchTPU's ``NotImplementedError`` unless
 :data:`execution_mode` ``.enable_cpu_fallback`` is True, which mirrors
 ``torch_tpu._internal.execution_mode.enable_cpu_fallback``; then it warns with TorchTPU's text
 and torch_xla's real CPU fallback runs (counted by :func:`fallback_counts`).
@@ -21,7 +21,6 @@ from torch.utils import _pytree as pytree
 
 from .. import metrics
 from .support import support_table
-from .trace import lookup_overload, op_name
 
 __all__ = [
     "TpuFallbackWarning",
@@ -30,6 +29,8 @@ __all__ = [
     "fallback_counts",
     "emulate_missing_ops",
     "emulated_ops",
+    "emulation_plan",
+    "undecided_calls",
 ]
 
 
@@ -84,70 +85,115 @@ def fallback_counts() -> dict[str, int]:
 
 
 # ---------------------------------------------------------------- the emulated missing-op rule
-_EMULATION: dict[str, Any] = {"lib": None, "ops": ()}
+_EMULATION: dict[str, Any] = {"lib": None, "plan": {}, "undecided": {}}
 
 
-def _tpu_op_name(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-    """The op TorchTPU's fallback would name: ``func`` itself, or the first missing op its composite calls."""
-    from .coverage import composite_key, verdict  # coverage reads execution_mode from here
-
-    name = op_name(func)
-    key = composite_key(name, "PrivateUse1")
-    if key is None:
-        return name
-    meta = pytree.tree_map(
+def _on_meta(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    return pytree.tree_map(
         lambda a: torch.empty_like(a, device="meta") if isinstance(a, torch.Tensor) else a, (args, kwargs)
     )
-    _, _, missing = verdict(name, support_table("tpu"), False, meta)
-    return missing[0] if missing else name
+
+
+def _signature(tree: Any) -> tuple[Any, ...] | None:
+    """What a composite's route can depend on: dtypes, shapes, strides and the other arguments (None: unhashable)."""
+    leaves = []
+    for a in pytree.tree_leaves(tree):
+        leaves.append((a.dtype, tuple(a.shape), a.stride(), a.layout) if isinstance(a, torch.Tensor) else a)
+    out = tuple(leaves)
+    try:
+        hash(out)
+    except TypeError:
+        return None
+    return out
 
 
 def emulate_missing_ops(rule: Any) -> tuple[str, ...]:
-    """Make XLA:CPU behave like TorchTPU for ops that neither has a kernel for. Idempotent.
+    """Make XLA:CPU behave like TorchTPU for every op TorchTPU would not run. Idempotent.
 
-    ``rule`` is the ``missing_op`` rule of the tpu profile (its ``message`` and
-    ``warning`` templates). For each ATen op that torch_xla runs through its CPU
-    fallback and TorchTPU 0.2.0 has no kernel for, a kernel for the ``XLA``
-    dispatch key is registered that raises ``NotImplementedError(message)``, or,
-    with :data:`execution_mode` ``.enable_cpu_fallback`` on, warns and calls the
-    kernel torch_xla had there (its real CPU fallback, counted in its metrics).
+    ``rule`` is the ``missing_op`` rule of the tpu profile (its ``message`` and ``warning`` templates).
+    For each ATen op that reaches the ``XLA`` key as itself (no composite there) and that
+    :func:`xlaport.ops.route.decide` does not let TorchTPU 0.2.0 run, a kernel for the ``XLA`` key is
+    registered that raises ``NotImplementedError(message)`` naming the op TorchTPU's fallback would
+    name (for ``linalg_cholesky_ex``: ``linalg_cholesky_ex.L``, the ``.out`` kernel its structured
+    composite calls), or, with :data:`execution_mode` ``.enable_cpu_fallback`` on, warns and calls the
+    kernel torch_xla had there (its CPU fallback, counted in its metrics, or its own kernel). An op
+    whose route depends on its inputs (a composite that is not a structured op's) is decided by
+    ``decide`` at each call, on ``meta`` copies of the inputs. Ops TorchTPU runs are left to torch_xla,
+    which may run them through its CPU fallback: the emulator's cost, not the target's.
     Returns the ops covered.
     """
     if _EMULATION["lib"] is not None:
-        return _EMULATION["ops"]
-    from .coverage import composite_key
+        return tuple(_EMULATION["plan"])
+    from .route import composite_key, decide
 
     message: str = rule.message
     warning: str = rule.extra.get("warning", message)
     tpu = support_table("tpu")
-    xla = support_table("xla")  # read (and cached) before the kernels below join the XLA key
+    support_table("xla")  # read (and cached) before the kernels below join the XLA key
     names = [n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")]
     lib = torch.library.Library("aten", "IMPL")
-    covered = []
+    plan: dict[str, str] = {}
+    undecided: dict[str, int] = _EMULATION["undecided"]
+    decided: dict[Any, Any] = {}  # (op, input signature) -> Decision: a training loop asks the same question often
     for name in names:
-        if tpu.has_kernel(name) or xla.has_kernel(name):
-            continue
-        if composite_key(name, "XLA") is not None:  # XLA runs a composite; its parts are checked on their own
+        if composite_key(name, "XLA") is not None:  # XLA runs a composite, as TorchTPU does: its parts decide
             continue
         if not torch._C._dispatch_has_computed_kernel_for_dispatch_key(name, "XLA"):
             continue
+        static = decide(name, tpu)
+        if static.runs:
+            continue
+        mode = "decide" if static.status == "unknown" else "raise"
+        shown_static = static.missing[0] if static.missing else name
         original = torch._C._dispatch_get_computed_kernel_for_dispatch_key(name, "XLA")
 
-        def kernel(keyset: Any, *args: Any, _orig: Any = original, _name: str = name, **kwargs: Any) -> Any:
-            func = lookup_overload(_name)
-            shown = _tpu_op_name(func, args, kwargs)
+        def kernel(
+            keyset: Any,
+            *args: Any,
+            _orig: Any = original,
+            _name: str = name,
+            _mode: str = mode,
+            _shown: str = shown_static,
+            **kwargs: Any,
+        ) -> Any:
+            shown = _shown
+            if _mode == "decide":
+                sig = (_name, _signature((args, kwargs)))
+                d = decided.get(sig) if sig[1] is not None else None
+                if d is None:
+                    d = decide(_name, tpu, _on_meta(args, kwargs))
+                    if sig[1] is not None:
+                        decided[sig] = d
+                if d.status == "unknown":  # the composite cannot run on meta copies: let torch_xla run it
+                    undecided[_name] = undecided.get(_name, 0) + 1
+                if d.status != "raises" and d.status != "falls back":
+                    return _orig.call_boxed(keyset, *args, **kwargs)
+                shown = d.missing[0] if d.missing else _name
             if not execution_mode.enable_cpu_fallback:
                 raise NotImplementedError(message.format(op=shown))
             warnings.warn(warning.format(op=shown), TpuFallbackWarning, stacklevel=2)
             return _orig.call_boxed(keyset, *args, **kwargs)
 
         base, _, ov = name.removeprefix("aten::").partition(".")
-        lib.impl(f"{base}.{ov}" if ov else base, kernel, "XLA", with_keyset=True)
-        covered.append(name)
-    _EMULATION["lib"], _EMULATION["ops"] = lib, tuple(covered)
-    return _EMULATION["ops"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "Overriding a previously registered kernel": intended
+            # allow_override: torch_xla registers a few kernels from Python (upsample_trilinear3d)
+            lib.impl(f"{base}.{ov}" if ov else base, kernel, "XLA", with_keyset=True, allow_override=True)
+        plan[name] = mode
+    _EMULATION["lib"], _EMULATION["plan"] = lib, plan
+    return tuple(plan)
 
 
 def emulated_ops() -> tuple[str, ...]:
     """The ops :func:`emulate_missing_ops` has hooked in this process (empty before it ran)."""
-    return tuple(_EMULATION["ops"])
+    return tuple(_EMULATION["plan"])
+
+
+def emulation_plan() -> dict[str, str]:
+    """Per hooked op: ``"raise"`` (TorchTPU raises on it whatever its inputs) or ``"decide"`` (at each call)."""
+    return dict(_EMULATION["plan"])
+
+
+def undecided_calls() -> dict[str, int]:
+    """Calls of ``"decide"`` ops whose route could not be followed on meta copies (torch_xla ran them)."""
+    return dict(_EMULATION["undecided"])
