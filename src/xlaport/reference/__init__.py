@@ -13,7 +13,8 @@ page / module       rendered from                               query API
 ``hardware``        ``data/hardware.toml``                      :mod:`xlaport.cost`
 ==================  =========================================  ======================================
 
-``scripts/build_site.py`` writes each to ``book/generated/<page>.md`` at build time.
+The site's extension (``_ext/xlaport_site/generated.py``) writes each to ``book/generated/<page>.md`` when the
+book builds.
 """
 
 from __future__ import annotations
