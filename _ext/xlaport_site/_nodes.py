@@ -34,6 +34,11 @@ def warn(node: nodes.Node, subtype: str, message: str) -> None:
     logger.warning(f"{message}{where} [{TYPE}.{subtype}]", type=TYPE, subtype=subtype, location=node)
 
 
+def warn_file(path: str, subtype: str, message: str) -> None:
+    """A warning of type ``xlaport.<subtype>`` about a file rather than a node."""
+    logger.warning(f"{message} [{TYPE}.{subtype}]", type=TYPE, subtype=subtype, location=path)
+
+
 def is_cell(node: nodes.Node) -> bool:
     return isinstance(node, nodes.container) and node.get("nb_element") == "cell_code"
 

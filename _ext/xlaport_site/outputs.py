@@ -22,7 +22,7 @@ import re
 from docutils import nodes
 from sphinx.application import Sphinx
 
-from ._nodes import cell_tags, is_cell, is_notebook, warn
+from ._nodes import cell_tags, inside, is_cell, is_notebook, warn
 
 SHOW_RESULT = "show-result"
 SHOW_NOISE = "show-noise"
@@ -80,8 +80,12 @@ def check_read(app: Sphinx, doctree: nodes.document) -> None:
                     warn(block, "printed-table", "a code cell prints a markdown table as text (display(Markdown(...)))")
 
 
+_SHOWN = (nodes.literal_block, nodes.raw, nodes.row, nodes.paragraph)
+_IN_ROW = lambda n: isinstance(n, nodes.row)  # a row is read whole
+
+
 def _shown(node: nodes.Node) -> str:
-    """An output's text as shown: raw HTML without its tags, a table row on one line."""
+    """An output's text as shown: raw HTML without its tags, a table row on one line, rendered markdown."""
     if isinstance(node, nodes.raw):
         return _TAG.sub("", node.astext())
     if isinstance(node, nodes.row):
@@ -94,7 +98,7 @@ def check_resolved(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     for cell in doctree.findall(is_cell):
         for out in _outputs(cell):
             text = "\n".join(
-                _shown(n) for n in out.findall(lambda n: isinstance(n, (nodes.literal_block, nodes.raw, nodes.row)))
+                _shown(n) for n in out.findall(lambda n: isinstance(n, _SHOWN)) if not inside(n.parent, _IN_ROW)
             )
             m = NAN_AS_NUMBER.search(text) or NAN_COLUMN.search(text)
             if m:

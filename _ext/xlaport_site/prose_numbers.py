@@ -22,13 +22,12 @@ import ast
 import re
 import tomllib
 from pathlib import Path
-from typing import Any
 
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 
-from ._nodes import cell_tags, inside, is_cell, is_notebook, logger, prose_blocks, prose_text, warn
+from ._nodes import cell_tags, inside, is_cell, is_notebook, prose_blocks, prose_text, warn, warn_file
 
 EXERCISES = {"exercise_node", "exercise_enumerable_node"}  # sphinx-exercise's {exercise} directive
 
@@ -145,31 +144,16 @@ def stale_entries(app: Sphinx, exception: Exception | None) -> None:
     chapters: dict[str, set[str]] = {}
     for docname, used in env_used(app.env).items():
         chapters.setdefault(docname.rsplit("/", 1)[-1], set()).update(used)
-    location: Any = str(Path(app.confdir) / name)
+    path = str(Path(app.confdir) / name)
     for stem, entries in allowed.items():
         if stem not in chapters:
-            logger.warning(
-                f"{name}: [{stem}] is not a chapter [xlaport.allow-list]",
-                type="xlaport",
-                subtype="allow-list",
-                location=location,
-            )
+            warn_file(path, "allow-list", f"{name}: [{stem}] is not a chapter")
             continue
         for number, source in entries.items():
             if not isinstance(source, str) or len(source.strip()) < 8:
-                logger.warning(
-                    f"{name}: [{stem}] {number!r} needs its source (a sentence or URL) [xlaport.allow-list]",
-                    type="xlaport",
-                    subtype="allow-list",
-                    location=location,
-                )
+                warn_file(path, "allow-list", f"{name}: [{stem}] {number!r} needs its source (a sentence or URL)")
             elif number not in chapters[stem]:
-                logger.warning(
-                    f"{name}: [{stem}] {number!r} matches no number any more [xlaport.allow-list]",
-                    type="xlaport",
-                    subtype="allow-list",
-                    location=location,
-                )
+                warn_file(path, "allow-list", f"{name}: [{stem}] {number!r} matches no number any more")
 
 
 def setup(app: Sphinx) -> None:

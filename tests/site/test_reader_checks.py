@@ -51,6 +51,10 @@ DEFECTS: dict[str, tuple[object, str]] = {
     "printed_table": (_chapter(code("print(t)", [stream("| a | b |\n|---|---:|\n| 1 | 2 |\n")])), "printed-table"),
     "nan_unit": (_chapter(code("f()", [stream("cached step median nan ms, ratio nanx\n")])), "nan"),
     "nan_column": (_chapter(code("f()", [stream("diffusers, timesteps   8  True   3.28   353.3   nan\n")])), "nan"),
+    "nan_markdown_table": (
+        _chapter(code("show(t)", [result("<t>", text_markdown="| case | median |\n|---|---|\n| a | nan ms |")])),
+        "nan",
+    ),
     "raw_table": ("# Raw\n\n| case | dtype |\n|—|—|\n| a | float16 |\n", "raw-table"),
     **{f"glued_{k}": (_chapter(md(f"the ratio is {{glue:text}}`{k}`x")), "nan") for k in ("nanv", "infv", "ninf")},
     **{f"zero_{k}": (_chapter(md(f"it matches to {{glue}}`{k}`")), "exact-zero") for k in ("ze", "zz", "n0")},
