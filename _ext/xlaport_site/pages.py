@@ -29,6 +29,7 @@ EMOJI = re.compile("[\U0001f300-\U0001faff\u2705\u274c\u274e\u2753-\u2755\u2b50\
 DOUBLE_NUMBER = re.compile(r"^\d+[.)]\s")
 RAW_TABLE_LINE = re.compile(r"^\s*\|.*\|\s*$")
 _TAG = re.compile(r"<[^>]+>")
+_UNSEEN = (nodes.raw, nodes.comment, nodes.substitution_definition)  # raw HTML is read without its tags
 
 
 def _glued(node: nodes.Node) -> bool:
@@ -70,7 +71,9 @@ def check(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     for node in doctree.findall(lambda n: isinstance(n, (nodes.Text, nodes.raw))):
         text = _TAG.sub("", node.astext()) if isinstance(node, nodes.raw) else str(node)
         where = node if isinstance(node, nodes.raw) else node.parent
-        if isinstance(node, nodes.Text) and isinstance(node.parent, (nodes.raw, nodes.comment)):
+        if isinstance(node, nodes.Text) and inside(node, lambda n: isinstance(n, _UNSEEN)):
+            continue
+        if isinstance(node, nodes.raw) and "html" not in str(node.get("format", "")).split():
             continue
         m = EMOJI.search(text)
         if m and not emoji_seen:
