@@ -358,3 +358,67 @@ def test_backend_tabs_stay_in_sync_across_pages(browser: Browser, site: str) -> 
             )
             assert chosen and set(chosen) == {choice}, f"picked {choice} on {tabbed[0]}; {other} shows {chosen}"
     context.close()
+
+
+# --- navigation on a phone: the visible buttons open the drawers -------------------------------------------------
+
+
+def _tap_visible(p: Page, selector: str) -> int:
+    """Tap the one visible element matching ``selector``; return how many match in all (visible or not)."""
+    found = p.locator(selector)
+    visible = [i for i in range(found.count()) if found.nth(i).is_visible()]
+    assert visible, f"no visible {selector} at {PHONE['width']} px"
+    found.nth(visible[0]).tap()
+    p.wait_for_timeout(400)
+    return found.count()
+
+
+def _on_screen(box: dict[str, float] | None) -> bool:
+    return box is not None and box["width"] > 100 and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"] + 1
+
+
+@site_only
+@pytest.mark.parametrize("page", ["index.html", "notebooks/recompile_storms.html"])
+def test_phone_menu_opens_and_its_links_navigate(browser: Browser, site: str, page: str) -> None:
+    """Tap ☰ at phone width: the table of contents opens on screen, and a link in it goes to that page."""
+    context = browser.new_context(viewport=PHONE, has_touch=True, is_mobile=True)
+    p = context.new_page()
+    p.goto(f"{site}/{page}", wait_until="load")
+    toggles = _tap_visible(p, ".primary-toggle")
+    drawer = p.locator("#pst-primary-sidebar-modal")
+    assert drawer.evaluate("d => d.open"), f"{page}: ☰ tapped ({toggles} menu buttons on the page), drawer not open"
+    assert _on_screen(drawer.bounding_box()), f"{page}: the drawer is off screen: {drawer.bounding_box()}"
+    link = drawer.locator("a.reference.internal[href*='pricing_math']").first
+    assert link.is_visible(), f"{page}: the drawer shows no link to the pricing chapter"
+    link.tap()
+    p.wait_for_load_state("load")
+    assert p.url.split("#")[0].endswith("notebooks/pricing_math.html"), f"{page}: the link led to {p.url}"
+    context.close()
+
+
+@site_only
+def test_phone_outline_opens(browser: Browser, site: str) -> None:
+    """Tap the outline button on a chapter at phone width: the page's sections open on screen and one navigates."""
+    context = browser.new_context(viewport=PHONE, has_touch=True, is_mobile=True)
+    p = context.new_page()
+    p.goto(f"{site}/notebooks/recompile_storms.html", wait_until="load")
+    _tap_visible(p, ".secondary-toggle")
+    drawer = p.locator("#pst-secondary-sidebar-modal")
+    assert drawer.evaluate("d => d.open"), "outline tapped, drawer not open"
+    assert _on_screen(drawer.bounding_box()), f"the outline is off screen: {drawer.bounding_box()}"
+    link = drawer.locator("a.nav-link[href^='#']").nth(1)
+    target = link.get_attribute("href")
+    link.tap()
+    p.wait_for_timeout(400)
+    assert target and p.url.endswith(target), f"the outline link {target} left the page at {p.url}"
+    context.close()
+
+
+@site_only
+def test_desktop_has_one_header_bar(browser: Browser, site: str) -> None:
+    """One header above the article on desktop: pydata-sphinx-theme's own navbar with a second search box is gone."""
+    context, p = _open(browser, f"{site}/notebooks/recompile_storms.html")
+    inner = p.locator("#pst-header .bd-header__inner")
+    visible_bar = inner.count() > 0 and inner.first.is_visible()
+    context.close()
+    assert not visible_bar, "a second header bar (pydata-sphinx-theme's navbar) is drawn above the article"
