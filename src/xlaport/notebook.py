@@ -2,6 +2,12 @@
 
 - :func:`glue` records a measured value for the prose (myst-nb's ``glue`` when it
   is installed; otherwise it just displays the value, e.g. in Colab).
+- :func:`glue_many` glues several values at once (``glue_many(n_ops=3, gap=0.2)``); :func:`glue_fields` glues a
+  result object's fields (a dataclass, a dict, a named tuple) under a prefix. Formats stay in the prose roles
+  (``{glue:text}`gap:.1f```).
+- :func:`markdown_table` turns rows into a table a cell displays (a chapter builds no markdown by hand).
+- :func:`scratch_copy`, :func:`load_project` and :func:`show_diff` work on a small project kept as files
+  (``examples/``): a copy to change, its modules imported fresh, and what a port changed, as a diff.
 - :func:`timer` measures wall time of a block.
 
 Importing this module also keeps the build machine out of what a reader sees (:func:`reader_friendly_logs`):
@@ -14,20 +20,40 @@ two environment warnings that say nothing about the lesson (tqdm's "IProgress no
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import importlib
 import logging
 import os
 import re
+import shutil
 import sys
+import tempfile
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from .text import plural, sci
 
-__all__ = ["glue", "plural", "sci", "timer", "Timing", "reader_friendly_logs"]
+__all__ = [
+    "glue",
+    "glue_many",
+    "glue_fields",
+    "markdown_table",
+    "scratch_copy",
+    "load_project",
+    "show_diff",
+    "plural",
+    "sci",
+    "timer",
+    "Timing",
+    "reader_friendly_logs",
+]
 
 _CELL_FILE = re.compile(r"/[^\s'\"():]*/ipykernel_\d+/\d+\.py")
 _ABS_FILE = re.compile(r"(?<![\w.])/(?:[^\s'\"():/]+/)+([^\s'\"():/]+\.py)")
@@ -90,6 +116,148 @@ def glue(name: str, value: Any, display: bool = False) -> None:
             print(f"{name} = {value}")
         return
     _glue(name, value, display=display)
+
+
+def glue_many(**values: Any) -> None:
+    """Glue every keyword as its own key: ``glue_many(n_ops=3, gap=0.2)`` is ``glue("n_ops", 3)`` and
+    ``glue("gap", 0.2)``."""
+    if not values:
+        raise ValueError("glue_many() needs at least one name=value")
+    for name, value in values.items():
+        glue(name, value)
+
+
+_SCALARS = (int, float, str)
+
+
+def _fields(obj: Any) -> dict[str, Any]:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+    if isinstance(obj, Mapping):
+        return {str(k): v for k, v in obj.items()}
+    if hasattr(obj, "_asdict"):  # a named tuple
+        return dict(obj._asdict())
+    raise ValueError(f"glue_fields() takes a dataclass, a mapping or a named tuple, got {type(obj).__name__}")
+
+
+def glue_fields(obj: Any, prefix: str = "", names: Iterable[str] | None = None, **extra: Any) -> None:
+    """Glue a result's fields as ``prefix + field``: every number or string field, or just ``names``.
+
+    ``obj`` is a dataclass, a mapping or a named tuple; properties a dataclass computes are not fields, so pass
+    them by name (``names=["ratio"]`` reads ``obj.ratio``) or as keywords (``extra``, glued under the prefix too).
+    """
+    fields = _fields(obj)
+    if names is None:
+        chosen = {k: v for k, v in fields.items() if isinstance(v, _SCALARS) and not isinstance(v, bool)}
+    else:
+        chosen = {}
+        for name in names:
+            if name in fields:
+                chosen[name] = fields[name]
+            elif not isinstance(obj, Mapping) and hasattr(obj, name):
+                chosen[name] = getattr(obj, name)
+            else:
+                raise ValueError(f"glue_fields(): {type(obj).__name__} has no field {name!r}")
+    chosen.update(extra)
+    if not chosen:
+        raise ValueError(f"glue_fields(): nothing to glue in {type(obj).__name__}")
+    for name, value in chosen.items():
+        glue(f"{prefix}{name}", value)
+
+
+def _markdown(text: str) -> Any:
+    from IPython.display import Markdown  # installed wherever a notebook runs
+
+    return Markdown(text)
+
+
+def _cell(value: Any) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(
+    rows: Iterable[Mapping[str, Any]] | Iterable[Sequence[Any]], columns: Sequence[str] | None = None
+) -> Any:
+    """A markdown table a notebook cell displays (``IPython.display.Markdown``): rows of dicts (their keys are the
+    columns unless ``columns`` says which, in order) or of sequences (``columns`` names them). A ``|`` in a value
+    is escaped, so a cell never splits."""
+    table: list[Any] = list(rows)
+    if not table:
+        raise ValueError("markdown_table() needs at least one row")
+    if all(isinstance(r, Mapping) for r in table):
+        cols = list(columns) if columns is not None else list(table[0])
+        missing = [c for c in cols if any(c not in r for r in table)]
+        if missing:
+            raise ValueError(f"markdown_table(): rows lack column {missing[0]!r}")
+        cells = [[r[c] for c in cols] for r in table]
+    elif columns is None:
+        raise ValueError("markdown_table(): rows that are not dicts need columns=[...]")
+    else:
+        cols = list(columns)
+        cells = [list(r) for r in table]
+        if any(len(r) != len(cols) for r in cells):
+            raise ValueError(f"markdown_table(): every row needs {len(cols)} values, one per column")
+    lines = ["| " + " | ".join(_cell(c) for c in cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in cells]
+    return _markdown("\n".join(lines))
+
+
+def scratch_copy(folder: str | os.PathLike[str], prefix: str = "xlaport-") -> Path:
+    """Copy ``folder`` into a new temporary directory and return the copy (same folder name): a project to change
+    or run without touching the committed one."""
+    src = Path(folder)
+    if not src.is_dir():
+        raise ValueError(f"scratch_copy(): {src} is not a folder")
+    dst = Path(tempfile.mkdtemp(prefix=prefix)) / src.name
+    shutil.copytree(src, dst)
+    return dst
+
+
+def load_project(folder: str | os.PathLike[str], *names: str) -> SimpleNamespace:
+    """Import modules of a small project that imports its own files by name (``from tinylm import TinyLM``).
+
+    Every module of ``folder`` is imported fresh: a module of the same name that another project loaded earlier
+    is dropped from ``sys.modules`` first, so two copies of one project (before and after a port) can be loaded
+    in turn, each keeping its own classes. Returns ``SimpleNamespace(name=module, ...)`` for ``names`` and for
+    the project's modules those imported.
+    """
+    root = Path(folder).resolve()
+    if not root.is_dir():
+        raise ValueError(f"load_project(): {root} is not a folder")
+    own = {p.stem for p in root.glob("*.py")}
+    if not names or any(n not in own for n in names):
+        raise ValueError(f"load_project(): name modules of {root.name} to import, from {sorted(own)}")
+    for name in own:
+        sys.modules.pop(name, None)
+    sys.path.insert(0, str(root))
+    try:
+        loaded = {name: importlib.import_module(name) for name in names}
+    finally:
+        sys.path.remove(str(root))
+    loaded.update({name: sys.modules[name] for name in own if name in sys.modules and name not in loaded})
+    return SimpleNamespace(**loaded)
+
+
+def show_diff(before: str | os.PathLike[str], after: str | os.PathLike[str], names: Sequence[str] | None = None) -> Any:
+    """What changed from folder ``before`` to folder ``after``, file by file, as unified diffs a cell displays
+    (``a/name`` and ``b/name``, no machine paths). ``names`` defaults to every file in either folder; a file only
+    on one side shows as added or removed, an unchanged file not at all."""
+    old, new = Path(before), Path(after)
+    for d in (old, new):
+        if not d.is_dir():
+            raise ValueError(f"show_diff(): {d} is not a folder")
+    files = names or sorted({p.name for d in (old, new) for p in d.iterdir() if p.is_file()})
+    parts = []
+    for name in files:
+        a, b = old / name, new / name
+        if not (a.is_file() or b.is_file()):
+            raise ValueError(f"show_diff(): {name} is in neither folder")
+        lines_a = a.read_text().splitlines(keepends=True) if a.is_file() else []
+        lines_b = b.read_text().splitlines(keepends=True) if b.is_file() else []
+        diff = "".join(difflib.unified_diff(lines_a, lines_b, f"a/{name}", f"b/{name}"))
+        if diff:
+            parts.append("```diff\n" + diff + ("" if diff.endswith("\n") else "\n") + "```")
+    return _markdown("\n\n".join(parts) if parts else "No changes.")
 
 
 @dataclass

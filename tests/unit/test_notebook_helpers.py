@@ -83,3 +83,106 @@ def test_sci() -> None:
     assert notebook.sci(2.345e-7) == "2.3e-07" and notebook.sci(2.345e-7, 0) == "2e-07"
     with pytest.raises(ValueError, match="digits"):
         notebook.sci(1.0, -1)
+
+
+@pytest.fixture
+def glued(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(notebook, "glue", lambda name, value, display=False: seen.__setitem__(name, value))
+    return seen
+
+
+def test_glue_many_glues_each_keyword(glued: dict[str, Any]) -> None:
+    notebook.glue_many(n_ops=3, gap=0.25)
+    assert glued == {"n_ops": 3, "gap": 0.25}
+    with pytest.raises(ValueError, match="at least one"):
+        notebook.glue_many()
+
+
+def test_glue_fields_of_a_dataclass_a_dict_and_a_named_tuple(glued: dict[str, Any]) -> None:
+    from dataclasses import dataclass
+    from typing import NamedTuple
+
+    @dataclass
+    class Result:
+        steps: int
+        wall_s: float
+        name: str
+        passed: bool
+        losses: list[float]
+
+        @property
+        def per_step(self) -> float:
+            return self.wall_s / self.steps
+
+    r = Result(4, 2.0, "pad", True, [1.0])
+    notebook.glue_fields(r, "pad_")
+    assert glued == {"pad_steps": 4, "pad_wall_s": 2.0, "pad_name": "pad"}  # no bools, no lists
+    glued.clear()
+    notebook.glue_fields(r, "pad_", names=["per_step", "losses"], first_loss=r.losses[0])
+    assert glued == {"pad_per_step": 0.5, "pad_losses": [1.0], "pad_first_loss": 1.0}
+    glued.clear()
+    notebook.glue_fields({"a": 1, "b": "x"}, "m_")
+    notebook.glue_fields(NamedTuple("P", [("x", int)])(7))
+    assert glued == {"m_a": 1, "m_b": "x", "x": 7}
+
+
+def test_glue_fields_rejects_what_it_cannot_read() -> None:
+    with pytest.raises(ValueError, match="dataclass, a mapping or a named tuple"):
+        notebook.glue_fields([1, 2], "x_")
+    with pytest.raises(ValueError, match="no field 'missing'"):
+        notebook.glue_fields({"a": 1}, names=["missing"])
+    with pytest.raises(ValueError, match="nothing to glue"):
+        notebook.glue_fields({"a": [1]})
+
+
+def test_markdown_table_from_dicts_and_sequences() -> None:
+    t = notebook.markdown_table([{"op": "a|b", "n": 1}, {"op": "c", "n": 2}])
+    assert t.data.splitlines() == ["| op | n |", "|---|---|", "| a\\|b | 1 |", "| c | 2 |"]
+    t = notebook.markdown_table([("x", 1)], columns=["name", "count"])
+    assert t.data.splitlines()[2] == "| x | 1 |"
+    assert notebook.markdown_table([{"a": 1, "b": 2}], columns=["b"]).data.splitlines()[0] == "| b |"
+    for rows, columns, message in (
+        ([], None, "at least one row"),
+        ([("x", 1)], None, "need columns"),
+        ([("x", 1)], ["one"], "needs 1 values"),
+        ([{"a": 1}], ["a", "b"], "lack column 'b'"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            notebook.markdown_table(rows, columns=columns)
+
+
+def _project(root: Any, **files: str) -> Any:
+    root.mkdir()
+    for name, text in files.items():
+        (root / name).write_text(text)
+    return root
+
+
+def test_load_project_imports_two_copies_of_a_project_fresh(tmp_path: Any) -> None:
+    a = _project(tmp_path / "a", **{"base.py": "VALUE = 1\n", "top.py": "from base import VALUE\n"})
+    b = _project(tmp_path / "b", **{"base.py": "VALUE = 2\n", "top.py": "from base import VALUE\n"})
+    old, new = notebook.load_project(a, "top"), notebook.load_project(b, "top")
+    assert (old.top.VALUE, old.base.VALUE, new.top.VALUE, new.base.VALUE) == (1, 1, 2, 2)
+    assert str(b) not in __import__("sys").path
+    with pytest.raises(ValueError, match="name modules of a to import"):
+        notebook.load_project(a, "nothere")
+    with pytest.raises(ValueError, match="not a folder"):
+        notebook.load_project(tmp_path / "none", "top")
+
+
+def test_scratch_copy_and_show_diff(tmp_path: Any) -> None:
+    a = _project(tmp_path / "proj", **{"m.py": "x = 1\ny = 2\n", "same.txt": "s\n", "gone.txt": "g\n"})
+    copy = notebook.scratch_copy(a)
+    assert copy.name == "proj" and copy != a and (copy / "m.py").read_text() == "x = 1\ny = 2\n"
+    (copy / "m.py").write_text("x = 1\ny = 3\n")
+    (copy / "gone.txt").unlink()
+    (copy / "new.txt").write_text("n\n")
+    text = notebook.show_diff(a, copy).data
+    assert "--- a/m.py\n+++ b/m.py" in text and "-y = 2\n+y = 3" in text
+    assert "a/gone.txt" in text and "+n" in text and "same.txt" not in text and str(tmp_path) not in text
+    assert notebook.show_diff(a, a).data == "No changes."
+    with pytest.raises(ValueError, match="in neither folder"):
+        notebook.show_diff(a, copy, names=["nope.py"])
+    with pytest.raises(ValueError, match="not a folder"):
+        notebook.scratch_copy(tmp_path / "none")
