@@ -291,7 +291,7 @@ def _missing_ops_as(t: Any) -> Iterator[None]:
 
 def _fallbacks(stage: StageResult, snap: Any, t: Any) -> None:
     """Record the ops torch_xla ran on the CPU during a stage; blame the emulator for a failure among them."""
-    from ..ops import support_table
+    from ..ops import decide, support_table
 
     if snap.backend != "xla":
         return
@@ -299,11 +299,12 @@ def _fallbacks(stage: StageResult, snap: Any, t: Any) -> None:
     if stage.error is None or t.name not in ("tpu", "neuron"):
         return
     table = support_table(t.name)
-    own = [op for op in stage.cpu_fallbacks if op != "aten::_local_scalar_dense" and table.has_kernel(op)]
+    # the same verdict the report and the emulator use: the target runs the op (a kernel, or a structured
+    # composite that reaches one), so a failure in torch_xla's CPU fallback for it is the emulator's
+    own = [op for op in stage.cpu_fallbacks if op != "aten::_local_scalar_dense" and decide(op, table).runs]
     if own:
         stage.emulator_fault = (
-            f"{', '.join(own)} ran through torch_xla's CPU fallback on the emulator; "
-            f"{t.profile.title} has a kernel for it"
+            f"{', '.join(own)} ran through torch_xla's CPU fallback on the emulator; {t.profile.title} runs it"
         )
 
 
