@@ -10,8 +10,8 @@ useful-token throughput on varied lengths against a fixed shape). ``xlaport zoo`
 
 from __future__ import annotations
 
-from .registry import FAMILIES, REGISTRY, TASKS, ModelSpec, get, names, parse_overrides
 from .config import SweepConfig, draw_lengths
+from .registry import FAMILIES, REGISTRY, TASKS, ModelSpec, get, names, parse_overrides
 from .results import ModelResult, RunResult, StageResult, SweepResult
 from .sweep import init_optimizer_state, run_model, sweep
 
