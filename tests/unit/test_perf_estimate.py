@@ -94,3 +94,25 @@ def test_cli_prints_a_table_and_json(capsys: pytest.CaptureFixture[str], tmp_pat
     d = json.loads(capsys.readouterr().out)
     assert d["trace"]["flop"] == 2 * 32 * (64 * 256 + 256 * 64)
     assert d["chips"][0]["chip"] == "tpu_v6e"
+
+
+def test_doctor_break_even_takes_mfu_from_the_entry_estimate(
+    tmp_path: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[2] / "examples" / "cuda_project"
+    js = pathlib.Path(str(tmp_path)) / "report.json"
+    argv = ["doctor", str(root), "--entry", f"{root / 'tinylm.py'}:TrainStep", "--input", "4x33:int64",
+            "--from-chip", "h100_sxm", "--from-chips", "8", "--to-chip", "tpu_v6e", "--json", str(js)]  # fmt: skip
+    assert main(argv) == 0
+    assert "MFU from the entry's estimate" in capsys.readouterr().err
+    c = json.loads(js.read_text())["cost"]
+    band = c["mfu_band"]
+    for side in ("from", "to"):
+        slow, fast = band[side]["mfu"]
+        assert 0 < slow <= fast <= 1
+    assert f"{band['from']['mfu'][0]:.0%}" in c["current"]  # the break-even used the slow end, not an assumption
+    lo, hi = c["break_even_months_band"]
+    assert hi == c["break_even_months"] and lo > 0

@@ -47,11 +47,11 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--assume", action="append", default=[], metavar="KEY=VALUE", help="override an effort assumption")
     p.add_argument("--from-chip", help="chip you run on now (see 'xlaport cost chips')")
     p.add_argument("--from-chips", default=None, help="how many of them you keep busy")
-    p.add_argument("--from-mfu", default=None, help="MFU you reach now")
+    p.add_argument("--from-mfu", default=None, help="MFU you reach now (default with --entry: the entry's estimate)")
     p.add_argument("--from-price", default=None, help="your price per chip-hour now (default: published)")
     p.add_argument("--from-utilisation", default=1.0, help="fraction of paid hours doing work now (default 1)")
     p.add_argument("--to-chip", help="chip you would move to")
-    p.add_argument("--to-mfu", default=None, help="MFU you expect there")
+    p.add_argument("--to-mfu", default=None, help="MFU you expect there (default with --entry: the entry's estimate)")
     p.add_argument("--to-price", default=None, help="price per chip-hour there (default: published)")
     p.add_argument("--to-utilisation", default=1.0, help="fraction of paid hours doing work there (default 1)")
     p.add_argument("--usd-per-person-week", default=5000.0, help="loaded cost of a person-week (default 5000)")
@@ -64,21 +64,38 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _cost(args: argparse.Namespace) -> object | None:
+def _mfu_band(args: argparse.Namespace) -> dict[str, object] | None:
+    """With --entry and no --from-mfu/--to-mfu: each side's MFU band from the entry's roofline (xlaport.perf)."""
+    if not (args.entry and args.from_chip and args.to_chip) or args.from_mfu is not None or args.to_mfu is not None:
+        return None
+    from ..perf.entry_band import entry_band, trace_entry_step
+    from .args import whole
+
+    tr = trace_entry_step(args.entry, args.input, seed=whole("--seed", args.seed))
+    return {"from": entry_band(tr, args.from_chip), "to": entry_band(tr, args.to_chip)}
+
+
+def _cost(args: argparse.Namespace, band: dict[str, object] | None = None, end: int = 0) -> object | None:
+    """The break-even inputs; with ``band``, MFU from the entry's estimate (``end`` 0: slow end, 1: fast end)."""
     from ..doctor import CostInputs
     from .args import positive_real, positive_whole, real
 
+    if band is not None:
+        args = argparse.Namespace(**{**vars(args), "from_mfu": band["from"].mfu[end], "to_mfu": band["to"].mfu[end]})  # type: ignore[attr-defined]
     given = [args.from_chip, args.to_chip, args.from_chips, args.from_mfu, args.to_mfu]
     if not any(given):
         return None
     if not all(given):
-        raise ValueError("the break-even needs --from-chip, --from-chips, --from-mfu, --to-chip and --to-mfu")
+        raise ValueError(
+            "the break-even needs --from-chip, --from-chips, --to-chip and either --from-mfu and --to-mfu "
+            "or --entry (MFU then comes from the entry's estimate)"
+        )
     return CostInputs(
         from_chip=args.from_chip,
         from_chips=positive_whole("--from-chips", args.from_chips),
-        from_mfu=real("--from-mfu", args.from_mfu),
+        from_mfu=min(1.0, real("--from-mfu", args.from_mfu)),
         to_chip=args.to_chip,
-        to_mfu=real("--to-mfu", args.to_mfu),
+        to_mfu=min(1.0, real("--to-mfu", args.to_mfu)),
         from_price=positive_real("--from-price", args.from_price) if args.from_price is not None else None,
         to_price=positive_real("--to-price", args.to_price) if args.to_price is not None else None,
         from_utilisation=real("--from-utilisation", args.from_utilisation),
@@ -96,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not os.path.exists(args.path):
         raise ValueError(f"no such file or folder: {args.path}")
+    band = _mfu_band(args)
     rep = diagnose(
         args.path,
         entry=args.entry,
@@ -105,9 +123,22 @@ def run(args: argparse.Namespace) -> int:
         probe_repeat=positive_whole("--probe-repeat", args.probe_repeat),
         probe_timeout=positive_real("--probe-timeout", args.probe_timeout),
         effort=parse_assume(args.assume),
-        cost=_cost(args),  # type: ignore[arg-type]
+        cost=_cost(args, band),  # type: ignore[arg-type]
         seed=whole("--seed", args.seed),
     )
+    if band is not None and rep.cost is not None:
+        from ..doctor.report import _cost as price
+
+        fast = price(_cost(args, band, end=1), rep.effort)  # type: ignore[arg-type]
+        rep.cost["mfu_source"] = "estimate of the entry (xlaport.perf): the band's slow end; fast end beside it"
+        rep.cost["mfu_band"] = {k: v.as_dict() for k, v in band.items()}  # type: ignore[attr-defined]
+        rep.cost["break_even_months_band"] = [fast["break_even_months"], rep.cost["break_even_months"]]
+        lo, hi = rep.cost["break_even_months_band"]
+        print(
+            f"MFU from the entry's estimate: {args.from_chip} {band['from'].mfu[0]:.1%}–{band['from'].mfu[1]:.1%}, "  # type: ignore[attr-defined]
+            f"{args.to_chip} {band['to'].mfu[0]:.1%}–{band['to'].mfu[1]:.1%}; break-even {lo:.3g}–{hi:.3g} months",  # type: ignore[attr-defined]
+            file=sys.stderr,
+        )
     for target, path in (("html", args.html), ("json", args.json)):
         if path:
             try:

@@ -192,19 +192,24 @@ def measure_case(case: Case, repeats: int = 5) -> float:
     return time_call(step, repeats, warmup=2, min_s=0.1)
 
 
-def validate(m: Machine | None = None, repeats: int = 5, cases: list[str] | None = None) -> list[dict[str, Any]]:
+def validate(
+    m: Machine | None = None, repeats: int = 5, cases: list[str] | None = None, threads: int = 1
+) -> list[dict[str, Any]]:
     """Predicted vs measured for each case: rows with ``case``, ``expect``, ``predicted_s``, ``measured_s``,
-    ``error`` (predicted / measured - 1), ``bound`` (what the model says binds), ``ops``."""
-    m = m or measure_cpu(repeats=repeats)
+    ``error`` (predicted / measured - 1), ``bound`` (what the model says binds), ``ops`` and the machine numbers used.
+
+    Without ``m`` the CPU is measured again right before each case, so that load from other processes
+    weighs on the machine's numbers and the case's time alike."""
     rows = []
     for name in cases or list(CASES):
         if name not in CASES:
             raise ValueError(f"unknown case {name!r}; known: {', '.join(CASES)}")
         c = CASES[name]
-        p = predict_case(c, m)
+        mm = m or measure_cpu(threads=threads, repeats=3)
+        p = predict_case(c, mm)
         meas = measure_case(c, repeats)
         b = p["band"]
-        overhead = p["ops"] * m.per_op_s
+        overhead = p["ops"] * mm.per_op_s
         roof = b.high_s - overhead
         bound = "overhead" if overhead > roof else ("compute" if b.compute_s >= b.unfused_s / 2 else "memory")
         rows.append(
@@ -219,6 +224,9 @@ def validate(m: Machine | None = None, repeats: int = 5, cases: list[str] | None
                 "measured_s": meas,
                 "error": p["predicted_s"] / meas - 1,
                 "bound": bound,
+                "peak_flop_per_s": mm.peak_flop_per_s,
+                "bytes_per_s": mm.hbm_bytes_per_s,
+                "per_op_s": mm.per_op_s,
             }
         )
     return rows

@@ -35,6 +35,7 @@ __all__ = [
     "OPTIMIZERS",
     "op_class",
     "trace_step",
+    "trace_call",
     "count_module",
 ]
 
@@ -431,4 +432,45 @@ def trace_step(
         items=items,
         optimizer=optimizer if train else "",
         notes=notes,
+    )
+
+
+def trace_call(fn: Callable[..., Any], inputs: Sequence[Any], *, tokens: int = 0) -> StepTrace:
+    """Count the ops of one call of any callable, as it runs (on whatever device its tensors are).
+
+    For an entry point that is not a model: a step function that runs its own backward and optimizer is
+    counted op by op, all in phase ``forward``. Parameters are those of ``fn`` if it is an ``nn.Module``,
+    else of the ``nn.Module`` attributes of its object; the fused lower bound is those parameters read once
+    plus the inputs and outputs (no saved activations, gradients or optimizer state are known).
+    """
+    import torch
+
+    counter = _make_mode()
+    with counter, _make_attention_mode(counter, lambda _t, _e: None):
+        out = fn(*inputs)
+    owner = fn if isinstance(fn, torch.nn.Module) else getattr(fn, "__self__", fn)
+    mods = [owner] if isinstance(owner, torch.nn.Module) else []
+    mods += [v for v in vars(owner).values() if isinstance(v, torch.nn.Module)] if hasattr(owner, "__dict__") else []
+    n_params, p_bytes = 0, 0.0
+    seen: set[int] = set()
+    for mod in mods:
+        for prm in mod.parameters():
+            if id(prm) not in seen:
+                seen.add(id(prm))
+                n_params += prm.numel()
+                p_bytes += prm.numel() * prm.element_size()
+    first = inputs[0] if inputs and isinstance(inputs[0], torch.Tensor) else None
+    return StepTrace(
+        mode="inference",
+        dtype=str(first.dtype).removeprefix("torch.") if first is not None else "float32",
+        ops=list(counter.ops.values()),
+        params=n_params,
+        param_bytes=p_bytes,
+        grad_bytes=0.0,
+        optimizer_state_bytes=0.0,
+        activation_bytes=0.0,
+        io_bytes=sum(_nbytes(t) for t in inputs) + sum(_nbytes(t) for t in _tensors(out)),
+        tokens=int(tokens),
+        items=int(first.shape[0]) if first is not None and first.dim() > 0 else 1,
+        notes=["counted as run: phases not separated"],
     )
