@@ -44,11 +44,12 @@ def is_cell(node: nodes.Node) -> bool:
 
 
 def is_glue(node: nodes.Node) -> bool:
-    """A value pasted by a glue role (``{glue:text}`` is ``inline.pasted-text``; ``{glue}`` is a mime bundle)."""
+    """A value pasted by a glue role: ``{glue:text}`` is ``inline.pasted-text``, ``{glue:md}`` ``inline.pasted-markdown``
+    (:mod:`.glue`), ``{glue}`` a mime bundle until it is resolved."""
     if isinstance(node, nodes.container) and node.get("nb_element") == "mime_bundle":
         return True
     classes = node.get("classes", []) if isinstance(node, nodes.Element) else []
-    return isinstance(node, nodes.inline) and bool({"pasted-text", "pasted-inline"} & set(classes))
+    return isinstance(node, nodes.inline) and bool({"pasted-text", "pasted-inline", "pasted-markdown"} & set(classes))
 
 
 def inside(node: nodes.Node, test: Any) -> bool:

@@ -33,11 +33,11 @@ _UNSEEN = (nodes.raw, nodes.comment, nodes.substitution_definition)  # raw HTML 
 
 
 def _glued(node: nodes.Node) -> bool:
-    """A glued value in prose: ``{glue:text}`` (``pasted-text``) or ``{glue}`` with a plain-text value."""
+    """A glued value in prose: ``{glue:text}``, ``{glue:md}`` or ``{glue}`` with a plain-text value."""
     if not isinstance(node, nodes.inline) or inside(node, is_cell):
         return False
     classes = set(node.get("classes", []))
-    return bool(classes & {"pasted-text", "pasted-inline"}) or {"output", "text_plain"} <= classes
+    return bool(classes & {"pasted-text", "pasted-inline", "pasted-markdown"}) or {"output", "text_plain"} <= classes
 
 
 def check(app: Sphinx, doctree: nodes.document, docname: str) -> None:

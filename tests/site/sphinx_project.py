@@ -48,11 +48,14 @@ def result(text: str, **mimes: str) -> nbformat.NotebookNode:
     return nbformat.v4.new_output("execute_result", data=data, execution_count=1)
 
 
-def glue(key: str, plain: str) -> nbformat.NotebookNode:
-    """What ``myst_nb.glue(key, value, display=False)`` writes."""
+def glue(key: str, plain: str, markdown: str | None = None) -> nbformat.NotebookNode:
+    """What ``myst_nb.glue(key, value, display=False)`` writes (``markdown``: for a ``Markdown`` value)."""
+    data = {"application/papermill.record/text/plain": plain}
+    if markdown is not None:
+        data["application/papermill.record/text/markdown"] = markdown
     return nbformat.v4.new_output(
         "display_data",
-        data={"application/papermill.record/text/plain": plain},
+        data=data,
         metadata={"scrapbook": {"name": key, "mime_prefix": "application/papermill.record/"}},
     )
 

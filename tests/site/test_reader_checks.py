@@ -20,6 +20,8 @@ GLUED = [
     glue("ze", "0.0e+00"),
     glue("zz", "0e+00"),
     glue("n0", "-0.00e+00"),
+    glue("md", "<Markdown>", markdown="1 program compiled"),
+    glue("mdnan", "<Markdown>", markdown="ratio nan"),
 ]
 PARAMS = code("steps = 20\nlr = 3.0\n", tags=["parameters"])
 ALLOW = '[clean]\n"65504" = "torch.finfo(torch.float16).max, asserted in the chapter"\n'
@@ -57,6 +59,7 @@ DEFECTS: dict[str, tuple[object, str]] = {
     ),
     "raw_table": ("# Raw\n\n| case | dtype |\n|—|—|\n| a | float16 |\n", "raw-table"),
     **{f"glued_{k}": (_chapter(md(f"the ratio is {{glue:text}}`{k}`x")), "nan") for k in ("nanv", "infv", "ninf")},
+    "glued_md_nan": (_chapter(md("the {glue:md}`mdnan`")), "nan"),
     **{f"zero_{k}": (_chapter(md(f"it matches to {{glue}}`{k}`")), "exact-zero") for k in ("ze", "zz", "n0")},
     "double_number": ("# Mechanisms\n\n## 1. Autocast around a compiled region\n\nText.\n", "double-number"),
     "double_number_nb": (_chapter(md("## 3. A mask constant\n\nText.")), "double-number"),
@@ -104,7 +107,7 @@ CLEAN = _chapter(
         "The `XLA` code, [XLA](https://openxla.org), XLA:CPU and PyTorch/XLA stay plain; "
         "{term}`lazy tensors <lazy tensor>` are linked. Real {term}`XLA` here, and XLA again.\n\n"
         "| XLA | value |\n|---|---|\n| a | b |\n\n"
-        "took {glue:text}`k:.1f` s; the ratio is {glue:text}`k`x, the error {glue:text}`z:.1e`\n\n"
+        "the step's program ({glue:md}`md`), took {glue:text}`k:.1f` s; the ratio is {glue:text}`k`x, the error {glue:text}`z:.1e`\n\n"
         "see `torch.compile(dynamic=True)` and `x[:, 3]`\n\n"
         "[pytorch/xla#4203](https://github.com/pytorch/xla/issues/4203) and <https://example.com/a/1/2>\n\n"
         "torch_tpu 0.2.0 wheel, TorchNeuron 2.14.3.0, torch ≥ 2.11, Python 3.11, AWS Neuron 2.33\n\n"
