@@ -19,7 +19,6 @@ import json
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 from sphinx.application import Sphinx
 from sphinx.util import logging
@@ -75,11 +74,8 @@ def verified(srcdir: Path) -> list[Path]:
         done.stem: verify.chapter_record(json.loads(done.read_text(encoding="utf-8")), passed=True)
         for done in sorted((srcdir / "notebooks").glob("*.ipynb"))
     }
-    this_build: dict[str, Any] = {"date": "this build", "requested_target": "parameters cells"}
-    records = [
-        *verify.load_records(project_root() / "verified"),
-        {**this_build, "torch": torch.__version__, "chapters": chapters},
-    ]
+    this_build = {"date": "this build", "requested_target": "parameters cells", "torch": torch.__version__}
+    records = [*verify.load_records(project_root() / "verified"), {**this_build, "chapters": chapters}]
     return [_write(srcdir / "book" / "verified.md", verify.render_page(records))]
 
 
