@@ -66,7 +66,7 @@ def cell_of(node: nodes.Node) -> nodes.container | None:
     n: nodes.Node | None = node
     while n is not None:
         if is_cell(n):
-            return n  # type: ignore[return-value]
+            return n
         n = n.parent
     return None
 

@@ -124,7 +124,7 @@ def check(app: Sphinx, doctree: nodes.document) -> None:
 def env_used(env: BuildEnvironment) -> dict[str, set[str]]:
     if not hasattr(env, "xlaport_prose_used"):
         env.xlaport_prose_used = {}  # type: ignore[attr-defined]
-    return env.xlaport_prose_used  # type: ignore[attr-defined,no-any-return]
+    return env.xlaport_prose_used  # type: ignore[attr-defined]
 
 
 def purge(app: Sphinx, env: BuildEnvironment, docname: str) -> None:
