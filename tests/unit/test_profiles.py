@@ -48,3 +48,13 @@ def test_rules_page_lists_every_rule() -> None:
     for name in profile_names():
         for r in profile(name).rules:
             assert f"`{r.id}`" in page
+
+
+def test_every_rule_says_when_it_was_read_from_its_source() -> None:
+    import datetime
+
+    for name in profile_names():
+        for r in profile(name).rules:
+            checked = r.extra.get("checked")
+            assert checked, f"{name} rule {r.id} has no 'checked' date"
+            assert datetime.date.fromisoformat(checked) <= datetime.date.today(), (name, r.id, checked)

@@ -11,6 +11,7 @@ query API (the scanner points at a row when it finds a Triton construct).
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 from functools import cache
@@ -20,8 +21,9 @@ from . import data_text
 
 __all__ = ["Concept", "Figure", "concepts", "figures", "figure", "lookup", "meta", "render"]
 
-_CONCEPT_KEYS = ("id", "concept", "triton", "pallas", "nki", "note", "source")
-_FIGURE_KEYS = ("id", "what", "value", "unit", "source")
+_CONCEPT_KEYS = ("id", "concept", "triton", "pallas", "nki", "note", "source", "checked")
+_FIGURE_KEYS = ("id", "what", "value", "unit", "source", "checked")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class Concept:
     nki: str
     note: str
     source: str
+    checked: str  # the date the row was last read from its sources (YYYY-MM-DD)
 
     @property
     def sources(self) -> tuple[str, ...]:
@@ -46,6 +49,7 @@ class Figure:
     value: float
     unit: str
     source: str
+    checked: str
 
 
 def _rows(raw: dict[str, Any], table: str, keys: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -55,6 +59,8 @@ def _rows(raw: dict[str, Any], table: str, keys: tuple[str, ...]) -> list[dict[s
         for key in keys:
             if key not in r or (isinstance(r[key], str) and not r[key].strip()):
                 raise ValueError(f"{where}: missing or empty '{key}'")
+        if not _DATE.match(str(r["checked"])):
+            raise ValueError(f"{where}: 'checked' must be a date YYYY-MM-DD, got {r['checked']!r}")
         out.append({k: r[k] for k in keys})
     return out
 
@@ -126,7 +132,7 @@ def render() -> str:
     for c in concepts():
         lines.append(
             f"| **{_cell(c.concept)}** (`{c.id}`) | `{_cell(c.triton)}` | {_cell(c.pallas)} | {_cell(c.nki)} | "
-            f"{_cell(c.note)} | {_links(c)} |"
+            f"{_cell(c.note)} | {_links(c)} (read {c.checked}) |"
         )
     lines += [
         "",
@@ -138,5 +144,5 @@ def render() -> str:
         "|---|---|---|",
     ]
     for f in figures():
-        lines.append(f"| {_cell(f.what)} | {f.value:g} {_cell(f.unit)} | {_cell(f.source)} |")
+        lines.append(f"| {_cell(f.what)} | {f.value:g} {_cell(f.unit)} | {_cell(f.source)} (read {f.checked}) |")
     return "\n".join(lines) + "\n"

@@ -32,6 +32,8 @@ def render() -> str:
         for r in p.rules:
             summary = r.summary.replace("|", "\\|")
             source = source_md(r.source, in_table=True)
+            if r.extra.get("checked"):
+                source += f" (read {r.extra['checked']})"
             lines.append(f"| `{r.id}` | {r.kind} | {summary} | {source} |")
         lines.append("")
     return "\n".join(lines)
