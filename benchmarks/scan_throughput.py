@@ -6,7 +6,7 @@
 throughput: reads and parses every ``.py`` file of the installed ``torch`` package with ``ast.parse`` (the
 floor any Python-AST scanner pays), then scans the same tree with ``xlaport.scan.scan`` in this process
 (``jobs=1``) and with its default parallelism, in one run, alternating; prints MB/s and the ratios, and exits
-1 when the default scan is under 50% of bare parsing.
+1 when the scan in one process (jobs=1) is under 50% of bare parsing.
 
 fuzz: scans every ``.py`` file under site-packages (or chunk I of N of them, for runs that must stay short),
 each as its own root so no folder is skipped; exits 1 if ``scan`` raises or reports an internal error.
@@ -89,7 +89,8 @@ def throughput(repeat: int) -> int:
         "repeat": repeat,
     }
     print(json.dumps(summary))
-    return 0 if ratio >= 0.5 else 1
+    # the budget is for one process (jobs=1): on a loaded or two-core machine the pool's start-up dominates
+    return 0 if best["scan jobs=1"] / best["bare ast.parse"] >= 0.5 else 1
 
 
 def fuzz(chunk: str) -> int:

@@ -45,3 +45,87 @@ def test_a_new_rule_is_one_function() -> None:
     finally:
         CHECKS.clear()
         CHECKS.update(before)
+
+
+# --------------------------------------------------------------------------- classes found on real code
+def _hits(src: str, rule: str) -> list[int]:
+    from xlaport.scan import scan_source
+
+    return sorted(f.line for f in scan_source(src) if f.rule == rule)
+
+
+def test_nccl_through_argparse_default_variable_and_config_dict() -> None:
+    argp = (
+        "import argparse, torch.distributed as dist\n"
+        "p = argparse.ArgumentParser()\n"
+        "p.add_argument('--dist-backend', default='nccl', type=str)\n"
+        "p.add_argument('--other', default='nccl')\n"
+        "args = p.parse_args()\n"
+        "dist.init_process_group(backend=args.dist_backend)\n"
+    )
+    assert _hits(argp, "nccl-backend") == [3]
+    var = "import torch.distributed as dist\nb = 'nccl'\ndist.init_process_group(b)\n"
+    assert _hits(var, "nccl-backend") == [2]
+    cfg = "cfg = {'dist_backend': 'nccl', 'lr': 1}\n"
+    assert _hits(cfg, "nccl-backend") == [1]
+    assert _hits("x = 'nccl'\nprint(x)\n", "nccl-backend") == []
+
+
+def test_device_string_through_a_variable_argparse_and_dict() -> None:
+    src = "import torch\nloc = f'cuda:{rank}'\nstate = torch.load(path, map_location=loc)\nname = 'cuda'\nprint(name)\n"
+    assert _hits(src, "cuda-device") == [2]
+    argp = "import argparse\np = argparse.ArgumentParser()\np.add_argument('--device', default='cuda')\n"
+    assert _hits(argp, "cuda-device") == [3]
+    assert _hits("cfg = dict(a=1)\nc = {'device': 'cuda:0'}\n", "cuda-device") == [2]
+
+
+def test_data_parallel_and_cuda_on_one_line() -> None:
+    src = "import torch\nmodel = torch.nn.DataParallel(model).cuda()\n"
+    assert _hits(src, "cuda-api") == [2]
+    assert _hits(src, "cuda-device") == [2]
+
+
+def test_cuda_call_spanning_lines_is_reported_on_the_cuda_line() -> None:
+    src = "net = Net(\n    1,\n    2).cuda(rank)\n"
+    assert _hits(src, "cuda-device") == [3]
+
+
+def test_growing_cache_needs_growth_across_iterations() -> None:
+    fresh = (
+        "import torch\n"
+        "for i in range(8):\n"
+        "    z = torch.randn(4, 4)\n"
+        "    z = torch.cat([z, z], 0)\n"
+        "for x, y in loader:\n"
+        "    x = torch.cat((x, x), dim=0)\n"
+    )
+    assert _hits(fresh, "growing-cache") == []
+    grows = "import torch\nz = torch.zeros(1)\nfor i in range(8):\n    t = torch.randn(1)\n    z = torch.cat([z, t])\n"
+    assert _hits(grows, "growing-cache") == [5]
+
+
+def test_sampler_schedule_and_tensor_parameters_from_call_sites() -> None:
+    sampler = (
+        "def sample(model, x, sigmas):\n"
+        "    for i in range(len(sigmas) - 1):\n"
+        "        x = model(x, sigmas[i])\n"
+        "        if sigmas[i + 1] > 0:\n"
+        "            x = x + 1\n"
+        "    return x\n"
+    )
+    assert _hits(sampler, "view-offset-in-loop") == [3, 4]
+    assert _hits(sampler, "tensor-condition") == [4]
+    helper = (
+        "import torch\ndef order(a, b):\n    return (a, b) if a < b else (b, a)\norder(torch.ones(1), torch.zeros(1))\n"
+    )
+    assert _hits(helper, "tensor-condition") == [3]
+    assert _hits(helper.replace("torch.ones(1), torch.zeros(1)", "1, 2"), "tensor-condition") == []
+
+
+def test_cuda_extension_chosen_by_name_and_timm_scaler() -> None:
+    src = (
+        "from torch.utils.cpp_extension import CppExtension, CUDAExtension\n"
+        "Extension = CppExtension if cpu else CUDAExtension\n"
+    )
+    assert _hits(src, "cuda-extension") == [2]
+    assert _hits("from timm.utils import NativeScaler\ns = NativeScaler()\n", "cuda-amp") == [2]

@@ -69,6 +69,13 @@ _STREAM_NAMES = {
 }
 _AUTOCAST = {"torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.amp.autocast_mode.autocast"}
 _SCALER = {"torch.amp.GradScaler", "torch.cuda.amp.GradScaler", "torch.GradScaler", "torch.amp.grad_scaler.GradScaler"}
+# GradScaler and the wrappers training libraries build on it (timm.utils.NativeScaler)
+_SCALER_NAMES = {"GradScaler", "NativeScaler", "NativeScalerWithGradNormCount"}
+_DATA_PARALLEL = {
+    "torch.nn.DataParallel",
+    "torch.nn.parallel.DataParallel",
+    "torch.nn.parallel.data_parallel.DataParallel",
+}
 _DYNAMIC_OPS = {"nonzero", "unique", "unique_consecutive", "masked_select", "argwhere"}
 _CAT = {"torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.hstack", "torch.vstack", "torch.dstack"}
 _EXTENSIONS = {
@@ -146,6 +153,23 @@ def nccl_string(e: ast.AST | None) -> bool:
     return False
 
 
+def bound_string(w: Walker, e: ast.AST) -> ast.AST | None:
+    """The string literal a name was bound to in this scope or the module (``loc = f"cuda:{r}"``), or None."""
+    if e.__class__ is not ast.Name:
+        return None
+    name = e.id
+    return w.scope.strings.get(name) or (w.module.strings.get(name) if w.scope is not w.module else None)
+
+
+def _argparse_default(node: ast.Call, word: str) -> ast.AST | None:
+    """``parser.add_argument("--dist-backend", default=...)``: the default when an option string names ``word``."""
+    names: list[str] = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    names += [str(k.value.value) for k in node.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)]
+    if not any(word in str(n).lower() for n in names):
+        return None
+    return next((k.value for k in node.keywords if k.arg == "default"), None)
+
+
 def _torch_cuda_head(q: str) -> tuple[str, str] | None:
     """For ``torch.cuda.X.Y``: (``X``, the rest after ``torch.cuda.``); None for other names."""
     if q == "torch.cuda":
@@ -173,18 +197,48 @@ def _string_lines(e: ast.AST) -> int:
 def cuda_device_call(w: Walker, node: ast.Call) -> None:
     attr, q = w.attr, w.q or ""
     if attr == "cuda" and node.func.__class__ is ast.Attribute and not q.startswith("torch.cuda"):
-        w.hit("cuda-device", node, "`.cuda()` moves to a CUDA device", detail=".cuda()")
+        w.hit(
+            "cuda-device",
+            node,
+            "`.cuda()` raises on a TPU VM or Trainium host (no CUDA device; torch 2.9: 'Found no NVIDIA driver')",
+            detail=".cuda()",
+        )
     if attr in _DEVICE_CALLS or q == "torch.device":
         for a in node.args[:2]:
-            s = device_string(a)
-            if s:
-                w.hit("cuda-device", a, f'device string "{s}"', detail=s)
+            _device_arg(w, a, "device string")
     if q not in _AUTOCAST:
         for k in node.keywords:
             if k.arg in _DEVICE_KEYWORDS:
-                s = device_string(k.value)
-                if s:
-                    w.hit("cuda-device", k.value, f'{k.arg}="{s}"', detail=s)
+                _device_arg(w, k.value, f"{k.arg}=")
+    if attr == "add_argument":
+        d = _argparse_default(node, "device")
+        s = device_string(d)
+        if d is not None and s:
+            w.hit("cuda-device", d, f'argparse default "{s}" for the device{_DEVICE_ON_HOST}', detail=s)
+
+
+_DEVICE_ON_HOST = ": on a TPU VM or Trainium host the first tensor moved there raises (no CUDA device)"
+
+
+def _device_arg(w: Walker, a: ast.AST, what: str) -> None:
+    s = device_string(a)
+    if s:
+        w.hit("cuda-device", a, f'{what}"{s}"{_DEVICE_ON_HOST}', detail=s)
+        return
+    lit = bound_string(w, a)
+    s = device_string(lit)
+    if lit is not None and s:
+        name = a.id  # type: ignore[attr-defined]
+        w.hit("cuda-device", lit, f'"{s}" reaches a device through `{name}`{_DEVICE_ON_HOST}', detail=s)
+
+
+@check("cuda-device", ast.Dict)
+def cuda_device_dict(w: Walker, node: ast.Dict) -> None:
+    for k, v in zip(node.keys, node.values):
+        if isinstance(k, ast.Constant) and isinstance(k.value, str) and "device" in k.value.lower():
+            s = device_string(v)
+            if s:
+                w.hit("cuda-device", v, f'config "{k.value}": "{s}"{_DEVICE_ON_HOST}', detail=s)
 
 
 @check("cuda-device", ast.Assign, ast.AnnAssign)
@@ -195,7 +249,7 @@ def cuda_device_assign(w: Walker, node: Any) -> None:
             if "device" in low or low in ("dev", "map_location"):
                 s = device_string(node.value)
                 if s:
-                    w.hit("cuda-device", node.value, f'`{t.id} = "{s}"`', detail=s)
+                    w.hit("cuda-device", node.value, f'`{t.id} = "{s}"`{_DEVICE_ON_HOST}', detail=s)
 
 
 @check("cuda-device", DEFAULTS)
@@ -204,7 +258,7 @@ def cuda_device_default(w: Walker, args: ast.arguments) -> None:
         if "device" in a.arg.lower():
             s = device_string(d)
             if s:
-                w.hit("cuda-device", d, f'default {a.arg}="{s}"', detail=s)
+                w.hit("cuda-device", d, f'default {a.arg}="{s}"{_DEVICE_ON_HOST}', detail=s)
 
 
 # --------------------------------------------------------------------------- cuda-amp
@@ -220,8 +274,8 @@ def cuda_amp_call(w: Walker, node: ast.Call) -> None:
             head = _torch_cuda_head(q)
             if head is not None and head[0] == "amp":
                 w.hit("cuda-amp", node, f"{_shown(q, True)}: CUDA automatic mixed precision", detail=q)
-    elif q is not None and attr == "GradScaler" and q not in _EXTENSIONS:
-        w.hit("cuda-amp", node, "`GradScaler()`: loss scaling for fp16", detail="GradScaler")
+    elif q is not None and attr in _SCALER_NAMES and q not in _EXTENSIONS:
+        w.hit("cuda-amp", node, f"`{attr}()`: loss scaling for fp16", detail=attr)
     if attr == "half" and node.func.__class__ is ast.Attribute and not node.args:
         w.hit("cuda-amp", node, "`.half()`: fp16 weights or activations", detail=".half()")
 
@@ -267,6 +321,14 @@ def _cuda_api(w: Walker, node: ast.AST, q: str, called: bool) -> None:
 def cuda_api_call(w: Walker, node: ast.Call) -> None:
     if w.q is not None:
         _cuda_api(w, node, w.q, True)
+        if w.q in _DATA_PARALLEL:
+            w.hit(
+                "cuda-api",
+                node,
+                "`DataParallel` replicates over CUDA devices; on a TPU VM or Trainium host it finds none and runs "
+                "the model unreplicated on one device (torch 2.9), so the batch is not split",
+                detail="torch.nn.DataParallel",
+            )
 
 
 @check("cuda-api", ast.Attribute)
@@ -312,10 +374,34 @@ def nccl_call(w: Walker, node: ast.Call) -> None:
     if w.q is not None:
         _nccl_name(w, node, w.q, True)
     for k in node.keywords:
-        if k.arg == "backend" and nccl_string(k.value):
-            w.hit("nccl-backend", k.value, 'backend "nccl"', detail="nccl")
-    if w.attr in _GROUP_CALLS and node.args and nccl_string(node.args[0]):
-        w.hit("nccl-backend", node.args[0], f'`{w.attr}("nccl")`', detail="nccl")
+        if k.arg == "backend":
+            _nccl_arg(w, k.value, 'backend "nccl"')
+    if w.attr in _GROUP_CALLS and node.args:
+        _nccl_arg(w, node.args[0], f'`{w.attr}("nccl")`')
+    if w.attr == "add_argument":
+        d = _argparse_default(node, "backend")
+        if d is not None and nccl_string(d):
+            w.hit("nccl-backend", d, f'argparse default "nccl" for the backend{_NCCL_ON_HOST}', detail="nccl")
+
+
+_NCCL_ON_HOST = ": on a TPU VM or Trainium host init_process_group raises (NCCL needs CUDA devices)"
+
+
+def _nccl_arg(w: Walker, a: ast.AST, what: str) -> None:
+    if nccl_string(a):
+        w.hit("nccl-backend", a, what + _NCCL_ON_HOST, detail="nccl")
+        return
+    lit = bound_string(w, a)
+    if lit is not None and nccl_string(lit):
+        name = a.id  # type: ignore[attr-defined]
+        w.hit("nccl-backend", lit, f'"nccl" reaches the process group through `{name}`{_NCCL_ON_HOST}', detail="nccl")
+
+
+@check("nccl-backend", ast.Dict)
+def nccl_dict(w: Walker, node: ast.Dict) -> None:
+    for k, v in zip(node.keys, node.values):
+        if isinstance(k, ast.Constant) and isinstance(k.value, str) and "backend" in k.value.lower() and nccl_string(v):
+            w.hit("nccl-backend", v, f'config "{k.value}": "nccl"{_NCCL_ON_HOST}', detail="nccl")
 
 
 @check("nccl-backend", ast.Attribute)
@@ -329,7 +415,7 @@ def nccl_name(w: Walker, node: ast.Attribute) -> None:
 def nccl_assign(w: Walker, node: Any) -> None:
     for t in w.assign_targets(node):
         if t.__class__ is ast.Name and "backend" in t.id.lower() and nccl_string(node.value):
-            w.hit("nccl-backend", node.value, f'`{t.id} = "nccl"`', detail="nccl")
+            w.hit("nccl-backend", node.value, f'`{t.id} = "nccl"`{_NCCL_ON_HOST}', detail="nccl")
 
 
 @check("nccl-backend", DEFAULTS)
@@ -337,7 +423,7 @@ def nccl_default(w: Walker, args: ast.arguments) -> None:
     for a, d in w.defaults(args):
         low = a.arg.lower()
         if "device" not in low and "backend" in low and nccl_string(d):
-            w.hit("nccl-backend", d, f'default {a.arg}="nccl"', detail="nccl")
+            w.hit("nccl-backend", d, f'default {a.arg}="nccl"{_NCCL_ON_HOST}', detail="nccl")
 
 
 # --------------------------------------------------------------------------- cuda-only-dependency
@@ -411,6 +497,15 @@ def cuda_extension(w: Walker, node: ast.Call) -> None:
             _extension(w, node, _EXTENSIONS[q])
     elif q == "torch.utils.cpp_extension.load" and any(s.endswith((".cu", ".cuh")) for s in _strings(node)):
         _extension(w, node, "cpp_extension.load")
+
+
+@check("cuda-extension", ast.Assign)
+def cuda_extension_chosen(w: Walker, node: ast.Assign) -> None:
+    """``Extension = CppExtension if cpu else CUDAExtension``: the class is chosen here and called later."""
+    v = node.value
+    for e in (v.body, v.orelse) if isinstance(v, ast.IfExp) else (v,):
+        if e.__class__ in (ast.Name, ast.Attribute) and w.dotted(e) == "torch.utils.cpp_extension.CUDAExtension":
+            w.hit("cuda-extension", e, "`CUDAExtension` chosen to build CUDA kernels", detail="CUDAExtension")
 
 
 def _extension(w: Walker, node: ast.Call, what: str) -> None:
@@ -494,6 +589,8 @@ def _tensor_truth(w: Walker, e: ast.AST) -> bool:
         return any(_tensor_truth(w, v) for v in e.values)  # type: ignore[attr-defined]
     if c is ast.UnaryOp and isinstance(e.op, ast.Not):  # type: ignore[attr-defined]
         return _tensor_truth(w, e.operand)  # type: ignore[attr-defined]
+    if c is ast.IfExp:
+        return _tensor_truth(w, e.body) or _tensor_truth(w, e.orelse)  # type: ignore[attr-defined]
     if c is ast.Name:
         return w.lookup_tensor(e.id)  # type: ignore[attr-defined]
     if c is ast.Compare:
@@ -532,7 +629,8 @@ def growing_cache(w: Walker, node: Any) -> None:
             if e.__class__ not in (ast.Name, ast.Attribute):
                 continue
             name = ast.unparse(e)
-            if name in names and (w.scope.loops > 0 or name in w.scope.params):
+            fresh = w.scope.fresh[-1] if w.scope.fresh else ()
+            if name in names and name not in fresh and (w.scope.loops > 0 or name in w.scope.params):
                 where = "in a loop" if w.scope.loops > 0 else "from a parameter (called once per step)"
                 w.hit("growing-cache", c, f"`{name}` grows by `{q}` {where}: a new shape each step", name)
                 return

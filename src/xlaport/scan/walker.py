@@ -162,7 +162,7 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 class _Scope:
-    __slots__ = ("loop_vars", "loops", "masks", "params", "tensors")
+    __slots__ = ("fresh", "loop_vars", "loops", "masks", "params", "strings", "tensors")
 
     def __init__(self) -> None:
         self.tensors: set[str] = set()
@@ -170,6 +170,24 @@ class _Scope:
         self.params: set[str] = set()
         self.loops = 0
         self.loop_vars: list[set[str]] = []
+        #: per enclosing loop, names given a new value earlier in this iteration that does not depend on
+        #: the previous iteration's value (the loop's own targets, ``z = torch.randn(...)``)
+        self.fresh: list[set[str]] = []
+        #: names bound to a string literal (or f-string) in this scope, with the literal's node
+        self.strings: dict[str, ast.AST] = {}
+
+
+# Diffusion schedules: a sampler's parameter with one of these names is a tensor of noise levels.
+_SCHEDULES = frozenset({"sigmas", "timesteps", "alphas_cumprod"})
+# Calls whose result is never a tensor even when a tensor is passed in.
+_NOT_TENSOR_CALLS = frozenset(
+    {
+        "len", "isinstance", "issubclass", "hasattr", "getattr", "callable", "id", "type", "str", "repr",
+        "format", "print", "int", "float", "bool", "complex", "range", "enumerate", "zip", "list", "tuple",
+        "dict", "set", "frozenset", "sorted", "reversed", "iter", "next", "any", "all", "hash", "vars", "dir",
+    }
+)  # fmt: skip
+_NOT_TENSOR_MODULES = ("math.", "numpy.", "np.", "os.", "json.", "time.", "random.", "re.", "sys.", "logging.")
 
 
 _NO_CHECKS: list[tuple[str, Check]] = []
@@ -191,6 +209,10 @@ class Walker:
         #: the current call's callee: resolved dotted name (or None) and last name
         self.q: str | None = None
         self.attr = ""
+        #: callee last name -> parameter positions (ints) and keywords that some call passed a tensor to
+        self.tensor_args: dict[str, set[int | str]] = {}
+        self._defs: list[ast.AST] = []
+        self._rewalk: dict[int, set[str]] = {}
         self._seen: set[tuple[str, int, int]] = set()
         self._checks = CHECKS
         self._handlers: dict[type, Any] = {
@@ -269,6 +291,12 @@ class Walker:
         """Report ``rule`` at ``node``; the first report of a rule at a line and column wins."""
         line = getattr(node, "lineno", 1) or 1
         col = getattr(node, "col_offset", 0) or 0
+        if node.__class__ is ast.Call:
+            f = node.func
+            end = getattr(f, "end_lineno", None)
+            if f.__class__ is ast.Attribute and end is not None and end > line:
+                # `Model(...\n ...).cuda(rank)`: the finding belongs on the line of `.cuda`
+                line, col = end, max((f.end_col_offset or 0) - len(f.attr), 0)
         key = (rule, line, col)
         if key in self._seen:
             return
@@ -332,7 +360,18 @@ class Walker:
                 if self.is_tensor(f.value, depth + 1):
                     return True
             name = self.last_name(f)
-            return bool(name) and name[0].islower() and _MODEL_CALLEE.search(name) is not None
+            if not name or not name[0].islower():
+                return False
+            if _MODEL_CALLEE.search(name) is not None:
+                return True
+            # a helper of this codebase called with a tensor returns one (`to_d(x, sigma, d)`)
+            if (
+                name in _NOT_TENSOR_CALLS
+                or name.startswith(("is_", "has_"))
+                or (q or "").startswith(_NOT_TENSOR_MODULES)
+            ):
+                return False
+            return any(self.is_tensor(a, depth + 1) for a in e.args)  # type: ignore[attr-defined]
         if c is ast.BinOp:
             return self.is_tensor(e.left, depth + 1) or self.is_tensor(e.right, depth + 1)  # type: ignore[attr-defined]
         if c is ast.UnaryOp:
@@ -445,6 +484,19 @@ class Walker:
         self.attr = func.attr if fcls is ast.Attribute else (func.id if fcls is ast.Name else "")  # type: ignore[attr-defined]
         for _, fn in self._checks.get(ast.Call, _NO_CHECKS):
             fn(self, node)
+        attr = self.attr
+        if attr and (fcls is ast.Name or (self.q is None or not self.q.startswith("torch."))):
+            got: set[int | str] | None = None
+            for i, a in enumerate(node.args):
+                if a.__class__ is not ast.Starred and self.is_tensor(a):
+                    got = got or set()
+                    got.add(i)
+            for k in node.keywords:
+                if k.arg and self.is_tensor(k.value):
+                    got = got or set()
+                    got.add(k.arg)
+            if got:
+                self.tensor_args.setdefault(attr, set()).update(got)
         if fcls is not ast.Name:
             self.visit(func)
         self.visit_all(node.args)
@@ -470,8 +522,21 @@ class Walker:
             self.run_checks(node)
             tensor = self.is_tensor(value)
             mask = self.is_mask(value)
+            scope = self.scope
             for t in targets:
                 self._bind(t, tensor or mask, mask)
+                if t.__class__ is ast.Name:
+                    if _string_value(value):
+                        scope.strings[t.id] = value
+                    else:
+                        scope.strings.pop(t.id, None)
+                    if scope.fresh:
+                        fresh = scope.fresh[-1]
+                        refs = {n.id for n in ast.walk(value) if n.__class__ is ast.Name}
+                        if t.id not in refs or t.id in fresh:
+                            fresh.add(t.id)
+                        else:
+                            fresh.discard(t.id)
         elif node.__class__ is ast.AnnAssign and _annotated_tensor(node.annotation):
             for t in targets:
                 self._bind(t, True, False)
@@ -499,7 +564,9 @@ class Walker:
         s = self.scope
         s.loops += 1
         s.loop_vars.append(names)
+        s.fresh.append(set(names))
         self.visit_all(node.body)
+        s.fresh.pop()
         s.loop_vars.pop()
         s.loops -= 1
         self.visit_all(node.orelse)
@@ -507,9 +574,11 @@ class Walker:
     def v_while(self, node: ast.While) -> None:
         s = self.scope
         s.loops += 1
+        s.fresh.append(set())
         self.run_checks(node)
         self.visit(node.test)
         self.visit_all(node.body)
+        s.fresh.pop()
         s.loops -= 1
         self.visit_all(node.orelse)
 
@@ -530,6 +599,8 @@ class Walker:
 
     # ------------------------------------------------------------------ functions
     def v_function(self, node: ast.AST) -> None:
+        if id(node) not in self._rewalk:
+            self._defs.append(node)
         self.run_checks(node)
         decos = node.decorator_list  # type: ignore[attr-defined]
         self.visit_all(decos)
@@ -541,9 +612,10 @@ class Walker:
         inner = _Scope()
         every = [*args.posonlyargs, *args.args, *args.kwonlyargs]
         every += [x for x in (args.vararg, args.kwarg) if x is not None]
+        extra = self._rewalk.get(id(node), set())
         for a in every:
             inner.params.add(a.arg)
-            if a.annotation is not None and _annotated_tensor(a.annotation):
+            if a.arg in extra or a.arg in _SCHEDULES or (a.annotation is not None and _annotated_tensor(a.annotation)):
                 inner.tensors.add(a.arg)
         self.scope = inner
         try:
@@ -589,8 +661,54 @@ def _annotated_tensor(a: ast.AST) -> bool:
     return Walker.last_name(a) == "Tensor"
 
 
+def _string_value(e: ast.AST) -> bool:
+    c = e.__class__
+    if c is ast.Constant:
+        return isinstance(e.value, str)  # type: ignore[attr-defined]
+    if c is ast.JoinedStr:
+        return True
+    if c is ast.IfExp:
+        return _string_value(e.body) or _string_value(e.orelse)  # type: ignore[attr-defined]
+    return False
+
+
+def _tensor_params(fn: ast.AST, got: set[int | str]) -> set[str]:
+    """The parameters of ``fn`` that calls passed a tensor to (positions shift past ``self``/``cls``)."""
+    args = fn.args  # type: ignore[attr-defined]
+    positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+    static = any(Walker.last_name(d) == "staticmethod" for d in fn.decorator_list)  # type: ignore[attr-defined]
+    if positional and positional[0] in ("self", "cls") and not static:
+        positional = positional[1:]
+    names = set(positional) | {a.arg for a in args.kwonlyargs}
+    out = set()
+    for g in got:
+        if isinstance(g, int):
+            if g < len(positional):
+                out.add(positional[g])
+        elif g in names:
+            out.add(g)
+    return out
+
+
 def analyse(tree: ast.AST) -> list[Hit]:
-    """Every rule's hits in one walk of ``tree``, in walk order."""
+    """Every rule's hits in one walk of ``tree``, in walk order.
+
+    A function whose parameters some call in the same file passes tensors to (and that the first walk
+    did not know as tensors) is walked once more with them known, so ``def sort(a, b): ... if a < b``
+    called as ``sort(t0, t1)`` is seen as a branch on tensors. Hits are reported once.
+    """
     w = Walker()
     w.visit(tree)
+    if w.tensor_args:
+        todo = []
+        for fn in w._defs:
+            got = w.tensor_args.get(fn.name)  # type: ignore[attr-defined]
+            if got:
+                params = _tensor_params(fn, got)
+                if params:
+                    todo.append((fn, params))
+        for fn, params in todo:
+            w._rewalk[id(fn)] = params
+            w.scope = w.module
+            w.visit(fn)
     return w.hits
