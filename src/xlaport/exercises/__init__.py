@@ -24,6 +24,7 @@ from . import (
     op_fallbacks,
     port_inference,
     port_training,
+    predict_before_renting,
     pricing_math,
     recompile_storms,
     sd3_view_offsets,
@@ -38,6 +39,7 @@ from .first_steps import *  # noqa: F403
 from .op_fallbacks import *  # noqa: F403
 from .port_inference import *  # noqa: F403
 from .port_training import *  # noqa: F403
+from .predict_before_renting import *  # noqa: F403
 from .pricing_math import *  # noqa: F403
 from .recompile_storms import *  # noqa: F403
 from .sd3_view_offsets import *  # noqa: F403
@@ -53,6 +55,7 @@ CHAPTER_MODULES = (
     attention_numerics,
     custom_kernels,
     pricing_math,
+    predict_before_renting,
     audit_your_code,
     beyond_forward,
     distributed,
@@ -68,6 +71,7 @@ __all__ += op_fallbacks.__all__
 __all__ += attention_numerics.__all__
 __all__ += custom_kernels.__all__
 __all__ += pricing_math.__all__
+__all__ += predict_before_renting.__all__
 __all__ += audit_your_code.__all__
 __all__ += beyond_forward.__all__
 __all__ += distributed.__all__
