@@ -55,12 +55,12 @@ NOT_YET = {
     "attention_numerics",
     "audit_your_code",
     "beyond_forward",
-    "capstone",
     "custom_kernels",
     "distributed",
     "op_fallbacks",
     "port_inference",
     "port_training",
+    "predict_before_renting",  # the performance-estimate chapter, new: measured, not yet brought under the limit
     "pricing_math",
     "recompile_storms",
     "sd3_view_offsets",
