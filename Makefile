@@ -104,3 +104,9 @@ serve:
 
 clean:
 	rm -rf _build
+
+# Every URL the book cites (pages, chapters' prose, the reference data files), fetched once each; dead links fail.
+# Standard library only, so it needs no venv. Offline it skips with one line. A scheduled workflow runs it weekly.
+.PHONY: linkcheck
+linkcheck:
+	$(SYSPY) scripts/linkcheck.py $(LINKCHECK_ARGS)
