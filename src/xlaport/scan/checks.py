@@ -217,6 +217,7 @@ def cuda_device_call(w: Walker, node: ast.Call) -> None:
             w.hit("cuda-device", d, f'argparse default "{s}" for the device{_DEVICE_ON_HOST}', detail=s)
 
 
+_NEW_SHAPE = ": on TPU/Trainium a host sync, and one new compiled program per count"
 _DEVICE_ON_HOST = ": on a TPU VM or Trainium host the first tensor moved there raises (no CUDA device)"
 
 
@@ -269,15 +270,21 @@ def cuda_amp_call(w: Walker, node: ast.Call) -> None:
         if q in _AUTOCAST:
             _autocast(w, node, q)
         elif q in _SCALER:
-            w.hit("cuda-amp", node, f"`{q}()`: loss scaling for fp16", detail=q)
+            w.hit("cuda-amp", node, f"`{q}()`{_SCALER_ON_HOST}", detail=q)
         else:
             head = _torch_cuda_head(q)
             if head is not None and head[0] == "amp":
-                w.hit("cuda-amp", node, f"{_shown(q, True)}: CUDA automatic mixed precision", detail=q)
+                w.hit("cuda-amp", node, f"{_shown(q, True)}{_AMP_ON_HOST}", detail=q)
     elif q is not None and attr in _SCALER_NAMES and q not in _EXTENSIONS:
-        w.hit("cuda-amp", node, f"`{attr}()`: loss scaling for fp16", detail=attr)
+        w.hit("cuda-amp", node, f"`{attr}()`{_SCALER_ON_HOST}", detail=attr)
     if attr == "half" and node.func.__class__ is ast.Attribute and not node.args:
-        w.hit("cuda-amp", node, "`.half()`: fp16 weights or activations", detail=".half()")
+        w.hit(
+            "cuda-amp",
+            node,
+            "`.half()` gives float16 weights or activations; TPU and Trainium compute in bfloat16, and float16 "
+            "without a loss scaler underflows",
+            detail=".half()",
+        )
 
 
 @check("cuda-amp", ast.Attribute)
@@ -285,7 +292,17 @@ def cuda_amp_name(w: Walker, node: ast.Attribute) -> None:
     q = w.q or ""
     head = _torch_cuda_head(q)
     if head is not None and head[0] == "amp":
-        w.hit("cuda-amp", node, f"{_shown(q, False)}: CUDA automatic mixed precision", detail=q)
+        w.hit("cuda-amp", node, f"{_shown(q, False)}{_AMP_ON_HOST}", detail=q)
+
+
+_SCALER_ON_HOST = (
+    " warns and disables itself on a TPU VM or Trainium host (no CUDA; torch 2.9), so `scale`/`step` pass "
+    "through; with bf16 no scaler is needed"
+)
+_AUTOCAST_ON_HOST = (
+    " warns and disables itself on a TPU VM or Trainium host (no CUDA; torch 2.9): the step silently runs in float32"
+)
+_AMP_ON_HOST = ": CUDA automatic mixed precision, which disables itself where there is no CUDA device"
 
 
 def _autocast(w: Walker, node: ast.Call, q: str) -> None:
@@ -300,21 +317,58 @@ def _autocast(w: Walker, node: ast.Call, q: str) -> None:
     dt = w.dotted(dtype) if dtype is not None else None
     fp16 = dt in ("torch.float16", "torch.half")
     if q == "torch.cuda.amp.autocast":
-        w.hit("cuda-amp", node, "`torch.cuda.amp.autocast()`: CUDA fp16 autocast", detail=q)
+        w.hit("cuda-amp", node, f"`torch.cuda.amp.autocast()`{_AUTOCAST_ON_HOST}", detail=q)
     elif dev == "cuda" or fp16:
         what = ", ".join(x for x in (f'"{dev}"' if dev == "cuda" else "", "float16" if fp16 else "") if x)
-        w.hit("cuda-amp", node, f"`{q}({what})`: CUDA fp16 autocast", detail=q)
+        on_host = _AUTOCAST_ON_HOST if dev == "cuda" else ": float16 autocast; TPU and Trainium compute in bfloat16"
+        w.hit("cuda-amp", node, f"`{q}({what})`{on_host}", detail=q)
 
 
 # --------------------------------------------------------------------------- cuda-api
+#: What a ``torch.cuda`` name does, as written, on a host without a CUDA device (a TPU VM, a Trainium host),
+#: measured with torch 2.9.0 on such a host (tests/unit/test_scan_messages.py checks it when torch is
+#: installed and no GPU is present); severity: error when the line stops or silently changes the run.
+#: Names not listed raise there ("Found no NVIDIA driver on your system").
+CUDA_ON_HOST: dict[str, tuple[str, str]] = {
+    "is_available": (
+        'returns False there: an `assert` on it stops the script, and `"cuda" if ... else "cpu"` silently '
+        "runs everything on the host CPU",
+        "error",
+    ),
+    "device_count": ("returns 0 there: a launcher that starts one process per GPU starts none", "error"),
+    "is_bf16_supported": ("returns False there, so code that picks bf16 by it falls back to float16", "error"),
+    "empty_cache": ("does nothing there (no CUDA memory to release)", "warning"),
+    "manual_seed": ("does nothing there: the device's generator is not seeded", "warning"),
+    "manual_seed_all": ("does nothing there: the device's generator is not seeded", "warning"),
+    "memory_allocated": ("returns 0 there: memory logs and checks read zero", "warning"),
+    "max_memory_allocated": ("returns 0 there: memory logs and checks read zero", "warning"),
+    "OutOfMemoryError": (
+        "names CUDA's out-of-memory error; the target reports running out of device memory its own way",
+        "warning",
+    ),
+}
+_CUDA_RAISES = ("raises there (no CUDA device: 'Found no NVIDIA driver on your system')", "error")
+_CUDNN_SWITCH = ("does nothing there (a cuDNN/CUDA kernel switch)", "warning")
+
+
+def cuda_on_host(q: str, called: bool) -> tuple[str, str]:
+    """(what ``q`` as written does on a TPU VM or Trainium host, severity) for a torch.cuda/backends name."""
+    if q.startswith("torch.backends."):
+        return _CUDNN_SWITCH
+    leaf = q.rsplit(".", 1)[-1]
+    if leaf in CUDA_ON_HOST:
+        return CUDA_ON_HOST[leaf]
+    return _CUDA_RAISES if called else ("refers to CUDA's runtime; calls through it raise there", "warning")
+
+
 def _cuda_api(w: Walker, node: ast.AST, q: str, called: bool) -> None:
     if q.startswith("torch.") and q not in _AUTOCAST and q not in _SCALER:
         head = _torch_cuda_head(q)
-        if head is not None:
-            if head[1] and head[0] != "amp" and head[0] != "nccl" and head[0] not in _STREAM_NAMES:
-                w.hit("cuda-api", node, _shown(q, called), detail=q)
-        elif q.startswith(("torch.backends.cudnn", "torch.backends.cuda")):
-            w.hit("cuda-api", node, f"`{q}`: a CUDA/cuDNN switch", detail=q)
+        if (head is not None and head[1] and head[0] not in ("amp", "nccl") and head[0] not in _STREAM_NAMES) or (
+            head is None and q.startswith(("torch.backends.cudnn", "torch.backends.cuda"))
+        ):
+            what, sev = cuda_on_host(q, called)
+            w.hit("cuda-api", node, f"{_shown(q, called)} {what}", detail=q, severity=sev)
 
 
 @check("cuda-api", ast.Call)
@@ -342,7 +396,10 @@ def cuda_api_name(w: Walker, node: ast.Attribute) -> None:
 def _cuda_streams(w: Walker, node: ast.AST, q: str, called: bool) -> None:
     head = _torch_cuda_head(q)
     if head is not None and head[0] in _STREAM_NAMES and q not in _AUTOCAST:
-        w.hit("cuda-streams", node, f"{_shown(q, called)}: CUDA stream/event/graph", detail=q)
+        what = (
+            "raises there (no CUDA device)" if called else "names a CUDA stream/event/graph, which does not exist there"
+        )
+        w.hit("cuda-streams", node, f"{_shown(q, called)} {what}", detail=q)
 
 
 @check("cuda-streams", ast.Call)
@@ -350,7 +407,12 @@ def cuda_streams_call(w: Walker, node: ast.Call) -> None:
     if w.q is not None:
         _cuda_streams(w, node, w.q, True)
     if w.attr in ("record_stream", "wait_stream") and node.func.__class__ is ast.Attribute:
-        w.hit("cuda-streams", node, f"`.{w.attr}()`: CUDA stream bookkeeping", detail=w.attr)
+        w.hit(
+            "cuda-streams",
+            node,
+            f"`.{w.attr}()` is CUDA stream bookkeeping; there are no CUDA streams there",
+            detail=w.attr,
+        )
 
 
 @check("cuda-streams", ast.Attribute)
@@ -364,9 +426,9 @@ def cuda_streams_name(w: Walker, node: ast.Attribute) -> None:
 def _nccl_name(w: Walker, node: ast.AST, q: str, called: bool) -> None:
     head = _torch_cuda_head(q)
     if head is not None and head[0] == "nccl":
-        w.hit("nccl-backend", node, f"{_shown(q, called)}: NCCL bindings", detail=q)
+        w.hit("nccl-backend", node, f"{_shown(q, called)}: NCCL bindings{_NCCL_ON_HOST}", detail=q)
     elif q.startswith("torch.distributed.Backend.NCCL"):
-        w.hit("nccl-backend", node, f"`{q}`", detail=q)
+        w.hit("nccl-backend", node, f"`{q}`{_NCCL_ON_HOST}", detail=q)
 
 
 @check("nccl-backend", ast.Call)
@@ -445,11 +507,14 @@ def cuda_only_import(w: Walker, node: Any) -> None:
             continue  # one finding per package per file
         w.once.add(key)
         optional = w.optional_import > 0
-        what = "optional import" if optional else "import"
+        if optional:
+            what = f"optional import of `{module}` is skipped on a TPU VM or Trainium host (no CUDA build)"
+        else:
+            what = f"import of `{module}` fails on a TPU VM or Trainium host (CUDA only)"
         w.hit(
             "cuda-only-dependency",
             node,
-            f"{what} of `{module}` (CUDA only); instead: {info[1]}",
+            f"{what}; instead: {info[1]}",
             detail=top,
             severity="warning" if optional else "",
         )
@@ -467,7 +532,12 @@ def cuda_only_setup(w: Walker, node: ast.Call) -> None:
             m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", s)
             adv = dependency_advice(m.group(1)) if m else None
             if adv is not None:
-                w.hit("cuda-only-dependency", node, f"`{s.strip()}` in {k.arg} (CUDA only); instead: {adv[1]}", adv[0])
+                w.hit(
+                    "cuda-only-dependency",
+                    node,
+                    f"`{s.strip()}` in {k.arg} has no TPU/Trainium build (CUDA only); instead: {adv[1]}",
+                    adv[0],
+                )
 
 
 # --------------------------------------------------------------------------- triton-kernel
@@ -480,7 +550,13 @@ def triton_kernel(w: Walker, node: Any) -> None:
         if q in _TRITON_DECOS or (q.startswith("triton.") and q.endswith((".jit", ".autotune"))):
             first = min(x.lineno for x in decos)
             lines = (getattr(node, "end_lineno", None) or node.lineno) - first + 1
-            w.hit("triton-kernel", d, f"Triton kernel `{node.name}` ({lines} lines)", detail=node.name, lines=lines)
+            w.hit(
+                "triton-kernel",
+                d,
+                f"Triton kernel `{node.name}` ({lines} lines): Triton has no TPU or Trainium backend, so launching it fails there",
+                detail=node.name,
+                lines=lines,
+            )
             return
 
 
@@ -505,7 +581,12 @@ def cuda_extension_chosen(w: Walker, node: ast.Assign) -> None:
     v = node.value
     for e in (v.body, v.orelse) if isinstance(v, ast.IfExp) else (v,):
         if e.__class__ in (ast.Name, ast.Attribute) and w.dotted(e) == "torch.utils.cpp_extension.CUDAExtension":
-            w.hit("cuda-extension", e, "`CUDAExtension` chosen to build CUDA kernels", detail="CUDAExtension")
+            w.hit(
+                "cuda-extension",
+                e,
+                "`CUDAExtension` builds CUDA kernels: without nvcc on a TPU VM or Trainium host the build fails or leaves them out",
+                detail="CUDAExtension",
+            )
 
 
 def _extension(w: Walker, node: ast.Call, what: str) -> None:
@@ -516,7 +597,13 @@ def _extension(w: Walker, node: ast.Call, what: str) -> None:
     if what.startswith(("cupy", "pycuda")) and node.args:
         lines += _string_lines(node.args[0])
     n = f" ({lines} lines of CUDA C++)" if lines else ""
-    w.hit("cuda-extension", node, f"`{what}` compiles a CUDA kernel{n}", detail=what, lines=lines)
+    w.hit(
+        "cuda-extension",
+        node,
+        f"`{what}` compiles a CUDA kernel{n}: there is no nvcc or CUDA device to build or run it on a TPU VM or Trainium host",
+        detail=what,
+        lines=lines,
+    )
 
 
 # --------------------------------------------------------------------------- dynamic-shape-op
@@ -526,9 +613,9 @@ def dynamic_shape_op(w: Walker, node: ast.Call) -> None:
     fcls = node.func.__class__
     if attr in _DYNAMIC_OPS and fcls in (ast.Attribute, ast.Name):
         if not q.startswith(("numpy.", "np.", "pandas.", "pd.")) and not any(k.arg == "size" for k in node.keywords):
-            w.hit("dynamic-shape-op", node, f"`{attr}` has a data-dependent output shape", detail=attr)
+            w.hit("dynamic-shape-op", node, f"`{attr}` has a data-dependent output shape{_NEW_SHAPE}", detail=attr)
     elif attr == "where" and q.startswith("torch.") and len(node.args) == 1 and not node.keywords:
-        w.hit("dynamic-shape-op", node, "one-argument `torch.where` is `nonzero`", detail="where")
+        w.hit("dynamic-shape-op", node, f"one-argument `torch.where` is `nonzero`{_NEW_SHAPE}", detail="where")
 
 
 # --------------------------------------------------------------------------- boolean-mask-index
@@ -538,7 +625,7 @@ def boolean_mask_index(w: Walker, node: ast.Subscript) -> None:
     elts = sl.elts if sl.__class__ is ast.Tuple else (sl,)
     for e in elts:
         if e.__class__ is not ast.Slice and w.is_mask(e):
-            w.hit("boolean-mask-index", node, "indexing with a boolean mask has a data-dependent shape")
+            w.hit("boolean-mask-index", node, f"indexing with a boolean mask has a data-dependent shape{_NEW_SHAPE}")
             return
 
 
@@ -546,11 +633,19 @@ def boolean_mask_index(w: Walker, node: ast.Subscript) -> None:
 @check("variable-length-batch", ast.Call)
 def variable_length_batch(w: Walker, node: ast.Call) -> None:
     if w.attr == "pad_sequence" and not any(k.arg in ("padding_side",) for k in node.keywords):
-        w.hit("variable-length-batch", node, "`pad_sequence` pads to the longest in each batch: a shape per batch")
+        w.hit(
+            "variable-length-batch",
+            node,
+            "`pad_sequence` pads to the longest in each batch: on TPU/Trainium one new compiled program per length",
+        )
     for k in node.keywords:
         v = k.value
         if k.arg == "padding" and isinstance(v, ast.Constant) and (v.value is True or v.value == "longest"):
-            w.hit("variable-length-batch", v, f"padding={v.value!r} pads to the longest in each batch")
+            w.hit(
+                "variable-length-batch",
+                v,
+                f"padding={v.value!r} pads to the longest in each batch: on TPU/Trainium one new compiled program per length",
+            )
 
 
 # --------------------------------------------------------------------------- host-sync-in-loop
@@ -560,14 +655,21 @@ def host_sync_in_loop(w: Walker, node: ast.Call) -> None:
         return
     attr, fcls = w.attr, node.func.__class__
     if attr in _SYNC_METHODS and fcls is ast.Attribute and not node.args:
-        w.hit("host-sync-in-loop", node, f"`.{attr}()` in a loop copies to the host every iteration")
+        w.hit("host-sync-in-loop", node, f"`.{attr}()` in a loop waits for the device every iteration{_SYNC}")
     elif fcls is ast.Name and attr == "print":
         for a in node.args:
             if _prints_tensor(w, a):
-                w.hit("host-sync-in-loop", node, "`print` of a tensor in a loop syncs every iteration")
+                w.hit(
+                    "host-sync-in-loop",
+                    node,
+                    f"`print` of a tensor in a loop waits for the device every iteration{_SYNC}",
+                )
                 return
     elif fcls is ast.Name and attr in _SYNC_BUILTINS and len(node.args) == 1 and w.is_tensor(node.args[0]):
-        w.hit("host-sync-in-loop", node, f"`{attr}(tensor)` in a loop syncs every iteration")
+        w.hit("host-sync-in-loop", node, f"`{attr}(tensor)` in a loop waits for the device every iteration{_SYNC}")
+
+
+_SYNC = "; on TPU/Trainium each one also cuts the lazily traced step in two"
 
 
 def _prints_tensor(w: Walker, a: ast.AST) -> bool:
@@ -580,7 +682,11 @@ def _prints_tensor(w: Walker, a: ast.AST) -> bool:
 @check("tensor-condition", ast.If, ast.IfExp, ast.While, ast.Assert)
 def tensor_condition(w: Walker, node: Any) -> None:
     if _tensor_truth(w, node.test):
-        w.hit("tensor-condition", node, "a Python branch on a tensor's value syncs with the host")
+        w.hit(
+            "tensor-condition",
+            node,
+            "a Python branch on a tensor's value waits for the device there, and breaks the compiled graph",
+        )
 
 
 def _tensor_truth(w: Walker, e: ast.AST) -> bool:
@@ -632,7 +738,12 @@ def growing_cache(w: Walker, node: Any) -> None:
             fresh = w.scope.fresh[-1] if w.scope.fresh else ()
             if name in names and name not in fresh and (w.scope.loops > 0 or name in w.scope.params):
                 where = "in a loop" if w.scope.loops > 0 else "from a parameter (called once per step)"
-                w.hit("growing-cache", c, f"`{name}` grows by `{q}` {where}: a new shape each step", name)
+                w.hit(
+                    "growing-cache",
+                    c,
+                    f"`{name}` grows by `{q}` {where}: a new shape each step, so TPU/Trainium compile a new program each step",
+                    name,
+                )
                 return
 
 
@@ -647,7 +758,8 @@ def view_offset_in_loop(w: Walker, node: ast.Subscript) -> None:
                 w.hit(
                     "view-offset-in-loop",
                     node,
-                    f"`{name}[...]` indexed by the loop variable `{n.id}`: a new view offset per step",
+                    f"`{name}[...]` indexed by the loop variable `{n.id}`: a view at a new storage offset each step, "
+                    "which TPU/Trainium compile anew",
                     detail=name,
                 )
                 return

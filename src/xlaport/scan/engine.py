@@ -266,7 +266,17 @@ def _requirement_hits(text: str, kind: str) -> list[Hit]:
             if adv is None:
                 continue
             line = next((i + 1 for i, ln in enumerate(lines) if m.group(1) in ln), 1)  # type: ignore[union-attr]
-            hits.append(("cuda-only-dependency", line, 0, f"`{s}` (CUDA only); instead: {adv[1]}", adv[0], 0, ""))
+            hits.append(
+                (
+                    "cuda-only-dependency",
+                    line,
+                    0,
+                    f"`{s}` has no TPU/Trainium build, so installing or importing it fails there (CUDA only); instead: {adv[1]}",
+                    adv[0],
+                    0,
+                    "",
+                )
+            )
         return hits
     for i, ln in enumerate(text.splitlines()):
         s = ln.split("#", 1)[0].strip()
@@ -275,14 +285,27 @@ def _requirement_hits(text: str, kind: str) -> list[Hit]:
         m = _REQ.match(s)
         adv = dependency_advice(m.group(1)) if m else None
         if adv is not None:
-            hits.append(("cuda-only-dependency", i + 1, 0, f"`{s}` (CUDA only); instead: {adv[1]}", adv[0], 0, ""))
+            hits.append(
+                (
+                    "cuda-only-dependency",
+                    i + 1,
+                    0,
+                    f"`{s}` has no TPU/Trainium build, so installing or importing it fails there (CUDA only); instead: {adv[1]}",
+                    adv[0],
+                    0,
+                    "",
+                )
+            )
     return hits
 
 
 def _cuda_source_hits(text: str) -> list[Hit]:
     n = text.count("\n") + (0 if text.endswith("\n") else 1)
     k = len(_GLOBAL.findall(text))
-    msg = f"CUDA source: {n} lines, {k} `__global__` kernel{'s' if k != 1 else ''}"
+    msg = (
+        f"CUDA source: {n} lines, {k} `__global__` kernel{'s' if k != 1 else ''}; nothing on a TPU VM or "
+        "Trainium host compiles or runs it"
+    )
     return [("cuda-source", 1, 0, msg, str(k), n, "")]
 
 
@@ -486,11 +509,8 @@ def _finding(display: str, h: tuple[Any, ...], config: ScanConfig) -> Finding:
     severity = r.severity
     if detail.startswith("torch.") and rid in ("cuda-api", "cuda-streams", "cuda-amp"):
         mf = mapping_fix(detail)
-        if mf is not None:
-            fix, tpu_status = mf
-            if rid == "cuda-api" and tpu_status in ("raises", "absent"):
-                severity = "error"
-                message = f"{message} (TorchTPU 0.2.0: {tpu_status})"
+        if mf is not None:  # the message says what the line as written does there; the table gives the port
+            fix = mf[0]
     if sev:
         severity = sev
     severity = config.severity.get(rid, severity)
