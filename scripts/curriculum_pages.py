@@ -19,8 +19,9 @@ import json
 import math
 import re
 import sys
-from dataclasses import dataclass
 from pathlib import Path
+
+from xlaport.exercises.curriculum import SESSIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMINGS = ROOT / "_build" / "executed" / "timings.json"
@@ -28,59 +29,7 @@ WORDS_PER_MINUTE = 150  # an assumption for technical prose with code, stated on
 EXERCISE_MINUTES = 10  # an allowance per checked exercise, stated on the page as an assumption
 
 
-@dataclass(frozen=True)
-class Session:
-    title: str
-    pages: tuple[str, ...]  # "notebooks/<stem>" or "book/<page>"
-    prerequisites: tuple[int, ...]
-    settles: str  # what the discussion should settle
-
-
-SESSIONS: tuple[Session, ...] = (
-    Session(
-        "Where execution happens",
-        ("book/what_changed", "notebooks/01_first_steps"),
-        (),
-        "Where does our training loop read values back to the host, and which input shapes does it see?",
-    ),
-    Session(
-        "The walk: training and inference",
-        ("book/the_walk", "notebooks/port_training", "notebooks/port_inference"),
-        (1,),
-        "Which of our loops need a static cache or `drop_last`, and who owns the portable checkpoint format?",
-    ),
-    Session(
-        "Shapes and views",
-        ("notebooks/recompile_storms", "notebooks/sd3_view_offsets"),
-        (2,),
-        "Our bucket list and compile budget, and which per-step views in our loops must become clones or host values.",
-    ),
-    Session(
-        "Ops, numerics and kernels",
-        ("notebooks/op_fallbacks", "notebooks/attention_numerics", "notebooks/custom_kernels"),
-        (2,),
-        "Which ops raise on each target, which attention blocks need a rewrite, and which kernels we port or drop.",
-    ),
-    Session(
-        "Beyond the forward pass and scale",
-        ("notebooks/beyond_forward", "notebooks/distributed"),
-        (3, 4),
-        "Pack or bucket our training data (and at what row length), the matmul precision our equivalence tests run "
-        "at, which tied weights to re-tie, and how many chips FSDP needs once our stream code is deleted.",
-    ),
-    Session(
-        "Audit and decide",
-        ("notebooks/audit_your_code", "notebooks/pricing_math", "book/decision_brief"),
-        (3, 4, 5),
-        "The three numbers for our project (recompiles after warm-up, raising ops, break-even band) and a go/no-go.",
-    ),
-    Session(
-        "Capstone",
-        ("notebooks/capstone",),
-        (6,),
-        "What the port of the sample cost us, and the plan for our own project in the same four steps.",
-    ),
-)
+# The sessions are data in the toolkit, shared with `xlaport learn start --session N`.
 
 
 def _words(text: str) -> int:

@@ -38,14 +38,6 @@ def test_batch_shapes() -> None:
     _is(C.check_batch_shapes([(x, y), (x, pad)], n_items=7), False, "2 are never seen")
 
 
-def test_steady_compiles() -> None:
-    _is(C.check_steady_compiles([3, 1, 0, 0], warm=2), True)
-    _is(C.check_steady_compiles([3, 1, 0, 2, 0], warm=2), False, "2 programs", "at step 3:")
-    _is(C.check_steady_compiles([3, None, 0], warm=1), False, "not counted")
-    _is(C.check_steady_compiles([None, None, None], warm=1), None, "does not count compiles")
-    _is(C.check_steady_compiles([3], warm=2), False, "only 1 steps")
-
-
 def test_buckets() -> None:
     _is(C.check_buckets([120, 250, 301], [128, 256], budget=2), False, "301-frame batch fits no bucket")
     _is(C.check_buckets([120, 250, 301], [128, 256, 384], budget=2), False, "3 compiles; the budget is 2", "301-frame")
@@ -54,14 +46,6 @@ def test_buckets() -> None:
     _is(C.check_buckets([100, 300], [304], budget=1, max_waste=0.6), True)
     with pytest.raises(ValueError, match="lengths"):
         C.check_buckets([0], [8], budget=1)
-
-
-def test_prompt_buckets() -> None:
-    _is(C.check_prompt_buckets([4, 11, 40], ([8, 16], 32), 3, budget=3), False, "40-token prompt fits no bucket")
-    _is(C.check_prompt_buckets([4, 11, 40], ([8, 16, 48], 48), 3, budget=3), False, "cannot hold")
-    _is(C.check_prompt_buckets([4, 11, 40], ([8, 16, 48], 51), 3, budget=3), True, "3 prefill")
-    _is(C.check_prompt_buckets([4, 11, 40], ([8, 16, 48], 51), 3, budget=2), False, "budget is 2")
-    _is(C.check_prompt_buckets([4], "nonsense", 3, budget=1), False, "answer must be")
 
 
 def _topp_static(logits: torch.Tensor, top_p: float, gen: torch.Generator) -> torch.Tensor:
@@ -82,14 +66,6 @@ def _topp_dynamic(logits: torch.Tensor, top_p: float, gen: torch.Generator) -> t
 
 def _argmax_all(logits: torch.Tensor, top_p: float, gen: torch.Generator) -> torch.Tensor:
     return torch.randint(0, logits.shape[-1], (logits.shape[0], 1), generator=gen)
-
-
-def test_static_sampler() -> None:
-    g = torch.Generator().manual_seed(0)
-    logits = [torch.randn(2, 32, generator=g) * 3 for _ in range(3)]
-    _is(C.check_static_sampler(_topp_static, logits, 0.9), True, "nucleus")
-    _is(C.check_static_sampler(_topp_dynamic, logits, 0.9), False, "aten::nonzero")
-    _is(C.check_static_sampler(_argmax_all, logits, 0.5), False, "outside the top-p nucleus")
 
 
 def test_rewrite() -> None:
@@ -183,12 +159,6 @@ def test_kernel_port_and_block_shape() -> None:
     _is(C.check_block_shape((8, 96), (24, 96)), True, "grid (3, 1)")
     _is(C.check_block_shape((10, 96), (24, 96)), False, "dim 0: block 10")
     _is(C.check_block_shape((8, 64), (24, 96)), False, "multiple of 128")
-
-
-def test_cpu_checkpoint() -> None:
-    _is(C.check_cpu_checkpoint({"model": {"w": torch.zeros(2)}, "step": 3}), True, "all 1 tensors")
-    _is(C.check_cpu_checkpoint({"w": torch.zeros(2, device="meta")}), False, "on meta")
-    _is(C.check_cpu_checkpoint({"step": 3}), False, "no tensors")
 
 
 def test_cost_checks() -> None:

@@ -63,6 +63,9 @@ COMMANDS: dict[str, Command] = {
         Command("scan", "xlaport.cli.scan", "find CUDA-isms, custom kernels and recompile risks in a codebase", False),
         Command("doctor", "xlaport.cli.doctor", "one migration report: scan, ops, recompile probe, effort, cost", True),
         Command("estimate", "xlaport.cli.estimate", "predict a step's time, MFU, chip count and cost per chip", True),
+        Command(
+            "learn", "xlaport.cli.learn", "a learner's copies of a session's chapters, solutions, team progress", False
+        ),
         Command("zoo", "xlaport.cli.zoo", "sweep tiny HF models: forward, training step, varied-length cliff", True),
         Command(
             "attention-check",

@@ -10,6 +10,7 @@ batch got its own bucket"``). Bad arguments from the chapter itself (not the rea
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -80,16 +81,23 @@ def guarded(name: str) -> Callable[[F], F]:
     mistake of the chapter's own arguments) becomes a failed :class:`Check` that names it."""
 
     def wrap(fn: F) -> F:
+        sig = inspect.signature(fn)
+
         @functools.wraps(fn)
         def inner(*args: Any, **kwargs: Any) -> Check:
+            sig.bind(*args, **kwargs)  # a chapter calling the checker wrongly gets Python's own TypeError
             try:
-                return fn(*args, **kwargs)
+                result = fn(*args, **kwargs)
             except ArgumentError:
                 raise
             except Exception as e:  # the reader's answer broke the check: say so in one line
-                return Check(
+                result = Check(
                     name, False, f"could not check this answer: {raised(e, 'it')}; see the exercise for its form"
                 )
+            from .progress import record  # in a learner's workspace: a record for the team table; elsewhere nothing
+
+            record(result)
+            return result
 
         return inner  # type: ignore[return-value]
 

@@ -173,10 +173,10 @@ def check_steady_compiles(train_on: Callable[..., Any] | None, target: Any, warm
     """``train_on(t, batches, steps)``: a training loop that takes its batches and step count as arguments and
     returns the compiles of each step (a list, or a dict with ``"compiled"``).
 
-    The check runs it on ``target`` twice, over batches of a size the chapter never uses (a new size each call, so
-    nothing is cached): padded batches of one shape (no program may compile after ``warm`` steps) and batches whose
-    last one is short (its step must show the compile). It counts the compiles itself around the whole run and
-    compares them with the reader's per-step counts.
+    The check runs it once on ``target`` over five batches of a size the chapter never uses (a new size each call,
+    so nothing is cached): three full ones, a padded one (the same shape: no compile at its step) and a short one
+    (a new shape: the counts must show its compile), for ``len(batches) + warm`` steps. It counts the compiles
+    itself around the run and compares them with the reader's per-step counts.
     """
     import torch
 
@@ -191,77 +191,70 @@ def check_steady_compiles(train_on: Callable[..., Any] | None, target: Any, warm
         )
     k = next(_RUN)
     bs = 8 + 2 * (k % 28)  # even batch sizes the chapter never uses, new on every call; the short batch odd (bs - 1)
-    n = 3 * bs + bs - 1
+    n = 5 * bs - 1
     images, labels = _numbered(n)
     images = images / n
     full = [(images[i * bs : (i + 1) * bs], labels[i * bs : (i + 1) * bs]) for i in range(3)]
     pad = (
-        torch.cat([images[3 * bs :], torch.zeros(1, 1, 8, 8)]),
-        torch.cat([labels[3 * bs :], torch.full((1,), -100)]),
+        torch.cat([images[3 * bs : 4 * bs - 1], torch.zeros(1, 1, 8, 8)]),
+        torch.cat([labels[3 * bs : 4 * bs - 1], torch.full((1,), -100)]),
     )
-    short = (images[3 * bs :], labels[3 * bs :])
-    results: dict[str, list[int] | None] = {}
-    for kind, last in (("padded", pad), ("short", short)):
-        batches = _Tracked([*full, last])
-        steps = len(batches) + warm
-        before = target.compiles()
-        try:
-            run = train_on(target, batches, steps)
-        except Exception as e:
-            return _fail(name, f"{raised(e, 'train_on')} ({kind} batches of {bs})")
-        measured = None if before is None else target.compiles() - before
-        got: Any = run.get("compiled") if isinstance(run, Mapping) else run
-        try:
-            counts = list(got)
-        except TypeError:
-            return _fail(name, "train_on must return the per-step compile counts (a list, or a dict with 'compiled')")
-        if len(counts) != steps:
-            return _fail(name, f"{len(counts)} counts for the {steps} steps asked for: one count per step")
-        unread = sorted(set(range(len(batches))) - batches.read)
-        if unread:
-            return _fail(
-                name,
-                f"the run never read batch {unread[0]} of {len(batches)} (the last one, padded or short): "
-                "cycle through every batch it is given",
-            )
-        if measured is None:
-            if any(c is not None for c in counts):
-                return _fail(name, "this backend counts no compiles, yet the counts are numbers: use t.compiles()")
-            results[kind] = None
-            continue
-        if any(c is None for c in counts):
-            return _fail(name, "some steps were not counted: count t.compiles() around every step")
-        try:
-            total = sum(int(c) for c in counts)
-        except (TypeError, ValueError):
-            return _fail(name, "the counts must be whole numbers of programs")
-        if total != measured:
-            return _fail(
-                name,
-                f"the counts add up to {plural(total, 'program')}, but the run compiled {measured}: count "
-                "t.compiles() before and after each step's t.sync()",
-            )
-        results[kind] = [int(c) for c in counts]
-    padded, shorter = results["padded"], results["short"]
-    if padded is None or shorter is None:
+    short = (images[4 * bs :], labels[4 * bs :])
+    pad_step, short_step = 3, 4
+    batches = _Tracked([*full, pad, short])
+    steps = len(batches) + warm
+    before = target.compiles()
+    try:
+        run = train_on(target, batches, steps)
+    except Exception as e:
+        return _fail(name, f"{raised(e, 'train_on')} (batches of {bs})")
+    measured = None if before is None else target.compiles() - before
+    got: Any = run.get("compiled") if isinstance(run, Mapping) else run
+    try:
+        counts = list(got)
+    except TypeError:
+        return _fail(name, "train_on must return the per-step compile counts (a list, or a dict with 'compiled')")
+    if len(counts) != steps:
+        return _fail(name, f"{len(counts)} counts for the {steps} steps asked for: one count per step")
+    unread = sorted(set(range(len(batches))) - batches.read)
+    if unread:
+        return _fail(
+            name,
+            f"the run never read batch {unread[0]} of {len(batches)}: cycle through every batch it is given",
+        )
+    if measured is None:
+        if any(c is not None for c in counts):
+            return _fail(name, "this backend counts no compiles, yet the counts are numbers: use t.compiles()")
         return Check(name, None, "this backend does not count compiles: run with target tpu or neuron to check")
-    late = {i: c for i, c in enumerate(padded) if i >= warm and c}
+    if any(c is None for c in counts):
+        return _fail(name, "some steps were not counted: count t.compiles() around every step")
+    try:
+        per_step = [int(c) for c in counts]
+    except (TypeError, ValueError):
+        return _fail(name, "the counts must be whole numbers of programs")
+    if sum(per_step) != measured:
+        return _fail(
+            name,
+            f"the counts add up to {plural(sum(per_step), 'program')}, but the run compiled {measured}: count "
+            "t.compiles() before and after each step's t.sync()",
+        )
+    late = {i: c for i, c in enumerate(per_step) if i >= warm and c and i != short_step}
     if late:
         where = ", ".join(str(i) for i in list(late)[:5])
+        padded = " (the padded batch, which has the others' shape)" if pad_step in late else ""
         return _fail(
             name,
-            f"{plural(sum(late.values()), 'program')} compiled after warm-up over padded batches of one shape, at "
-            f"step {where}: the loop itself changes a shape",
+            f"{plural(sum(late.values()), 'program')} compiled after warm-up at step {where}{padded}: the loop "
+            "itself changes a shape",
         )
-    short_steps = [i for i in range(warm, len(shorter)) if i % 4 == 3]
-    if not any(shorter[i] for i in short_steps):
+    if not per_step[short_step]:
         return _fail(
             name,
-            f"with a short last batch, no compile at step {short_steps[0]} where that batch runs: does the loop reach "
-            "every batch (batches[step % len(batches)]) and count each step?",
+            f"no compile at step {short_step}, where the short batch runs: does the loop reach every batch "
+            "(batches[step % len(batches)]) and count each step?",
         )
     return _ok(
         name,
-        f"padded batches of {bs}: no program after the {warm} warm-up steps; a short last batch: "
-        f"{plural(sum(shorter[i] for i in short_steps), 'program')} at step {short_steps[0]}",
+        f"batches of {bs}: no program after the {warm} warm-up steps, the padded batch included; the short batch "
+        f"compiled {plural(per_step[short_step], 'program')} at its step",
     )

@@ -1,0 +1,192 @@
+"""A learner's workspace (torch-free): their own copies of a session's chapters, without the solutions.
+
+- :func:`learner_edition` turns a chapter notebook into the copy a learner works in: every folded solution (the
+  cells from ``{solution-start}`` to ``{solution-end}``) is replaced by one note that says how to reveal it, and
+  outputs are cleared, so "Run All" never runs a solution.
+- :func:`start` writes a session's chapters into a folder outside the repository, with a ``.xlaport-learn.toml``
+  that names the learner and the progress folder; :func:`reset` puts one chapter back (the old copy is kept).
+- :func:`reveal` prints an exercise's solution from the book's own notebook, when the learner asks for it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from .curriculum import session
+from .progress import CONFIG
+
+__all__ = [
+    "CONFIG",
+    "book_root",
+    "chapter_path",
+    "exercise_labels",
+    "learner_edition",
+    "reset",
+    "reveal",
+    "solution_text",
+    "start",
+]
+
+_EXERCISE = re.compile(r"^```\{exercise\}.*?^:label:\s*(\S+)", re.S | re.M)
+_SOLUTION = re.compile(r"^```\{solution-start\}\s+(\S+)", re.M)
+
+
+def book_root() -> Path:
+    """The book's folder (with ``notebooks/``): ``$XLAPORT_BOOK``, else the clone this toolkit is installed from."""
+    env = os.environ.get("XLAPORT_BOOK")
+    candidates = [Path(env)] if env else [Path(__file__).resolve().parents[3]]
+    for c in candidates:
+        if (c / "notebooks").is_dir():
+            return c
+    raise FileNotFoundError("the book's notebooks are not here: set XLAPORT_BOOK to a clone of the xlaport repository")
+
+
+def chapter_path(chapter: str, root: Path | None = None) -> Path:
+    """The book's notebook for ``chapter`` (its stem; a leading ``01_`` may be left out)."""
+    nbs = (root or book_root()) / "notebooks"
+    for stem in (chapter, *(p.stem for p in sorted(nbs.glob(f"*_{chapter}.ipynb")))):
+        if (nbs / f"{stem}.ipynb").exists():
+            return nbs / f"{stem}.ipynb"
+    known = ", ".join(sorted(p.stem for p in nbs.glob("*.ipynb")))
+    raise ValueError(f"no chapter {chapter!r}; the chapters are {known}")
+
+
+def _text(cell: dict[str, Any]) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else str(src)
+
+
+def exercise_labels(nb: dict[str, Any]) -> list[str]:
+    """The exercise labels of a notebook, in order (exercise 1 is the first)."""
+    return [m.group(1) for c in nb["cells"] if c["cell_type"] == "markdown" for m in [_EXERCISE.search(_text(c))] if m]
+
+
+def _lines(text: str) -> list[str]:
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def learner_edition(nb: dict[str, Any], chapter: str) -> dict[str, Any]:
+    """A copy of the notebook without solution cells and outputs; each solution becomes a note on how to reveal it."""
+    labels = exercise_labels(nb)
+    out = {k: v for k, v in nb.items() if k != "cells"}
+    cells: list[dict[str, Any]] = []
+    inside = False
+    pending = 0  # the exercise whose answer cell comes next
+    for c in nb["cells"]:
+        text = _text(c)
+        if c["cell_type"] == "markdown" and (m := _EXERCISE.search(text)):
+            pending = labels.index(m.group(1)) + 1
+        if c["cell_type"] == "markdown" and (m := _SOLUTION.search(text)):
+            inside = True
+            n = labels.index(m.group(1)) + 1 if m.group(1) in labels else 0
+            note = (
+                f"*Solution hidden in your copy.* Stuck? Run `xlaport.exercises.reveal({chapter!r}, {n})` in a new "
+                f"cell, or `xlaport learn reveal {chapter} {n}` in a terminal; on the website it is folded under "
+                "the exercise."
+            )
+            cells.append({"cell_type": "markdown", "id": f"solution-note-{n}", "metadata": {}, "source": _lines(note)})
+            continue
+        if inside:
+            if "{solution-end}" in text:
+                inside = False
+            continue
+        c = dict(c)
+        if c["cell_type"] == "code":
+            c["outputs"], c["execution_count"] = [], None
+            if pending:  # the answer cell: its checks are recorded under this exercise for the team table
+                short = chapter.removeprefix("01_")
+                c["source"] = _lines(
+                    f"from xlaport.exercises import progress\nprogress.at({short!r}, {pending})   # records this cell's checks\n\n{text}"
+                )
+                pending = 0
+        cells.append(c)
+    out["cells"] = cells
+    return out
+
+
+def solution_text(chapter: str, n: int, root: Path | None = None) -> str:
+    """Exercise ``n`` of ``chapter``'s solution: its explanation and code, as the book's notebook has them."""
+    path = chapter_path(chapter, root)
+    nb = json.loads(path.read_text())
+    labels = exercise_labels(nb)
+    if not isinstance(n, int) or not 1 <= n <= len(labels):
+        raise ValueError(f"{path.stem} has exercises 1 to {len(labels)}, not {n!r}")
+    label, parts, inside = labels[n - 1], [], False
+    for c in nb["cells"]:
+        text = _text(c)
+        m = _SOLUTION.search(text) if c["cell_type"] == "markdown" else None
+        if m and m.group(1) == label:
+            inside = True
+            prose = text[text.index("```", m.end()) + 3 :].strip() if "```" in text[m.end() :] else ""
+            if prose:
+                parts.append(prose)
+            continue
+        if inside:
+            if "{solution-end}" in text:
+                break
+            parts.append(f"```python\n{text.rstrip()}\n```" if c["cell_type"] == "code" else text.strip())
+    return f"Solution to {path.stem} exercise {n} ({label}):\n\n" + "\n\n".join(parts)
+
+
+def reveal(chapter: str, n: int) -> None:
+    """Print the solution to exercise ``n`` of ``chapter`` (the learner asked for it: nothing runs it)."""
+    print(solution_text(chapter, n))
+
+
+def _write_config(folder: Path, who: str, progress: Path | None) -> None:
+    lines = [f'who = "{who}"']
+    if progress is not None:
+        lines.append(f'progress = "{progress.resolve().as_posix()}"')
+    (folder / CONFIG).write_text("\n".join(lines) + "\n")
+
+
+def _safe_name(who: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", who):
+        raise ValueError(f"a learner's name is letters, digits, '.', '_' or '-' (at most 64), not {who!r}")
+    return who
+
+
+def start(
+    n: int, folder: Path, who: str, progress: Path | None = None, root: Path | None = None, force: bool = False
+) -> list[Path]:
+    """Write session ``n``'s chapters (learner editions) into ``folder``; an existing copy is kept unless ``force``."""
+    root = root or book_root()
+    folder = Path(folder).expanduser()
+    if folder.resolve().is_relative_to(root.resolve()):
+        raise ValueError(f"{folder} is inside the book's clone: choose a folder outside it (e.g. ~/xlaport-work)")
+    folder.mkdir(parents=True, exist_ok=True)
+    _write_config(folder, _safe_name(who), progress)
+    written = []
+    for stem in session(n).chapters:
+        dest = folder / f"{stem}.ipynb"
+        if dest.exists() and not force:
+            continue
+        nb = json.loads(chapter_path(stem, root).read_text())
+        dest.write_text(json.dumps(learner_edition(nb, stem), indent=1, ensure_ascii=False) + "\n")
+        written.append(dest)
+    return written
+
+
+def reset(chapter: str, folder: Path, root: Path | None = None) -> tuple[Path, Path | None]:
+    """Put a fresh learner edition of ``chapter`` in ``folder``; the old copy moves to ``.reset/`` (returned)."""
+    src = chapter_path(chapter, root)
+    folder = Path(folder).expanduser()
+    dest = folder / src.name
+    kept = None
+    if dest.exists():
+        backups = folder / ".reset"
+        backups.mkdir(exist_ok=True)
+        kept = backups / f"{src.stem}-{time.strftime('%Y%m%dT%H%M%S')}.ipynb"
+        shutil.move(str(dest), kept)
+    folder.mkdir(parents=True, exist_ok=True)
+    dest.write_text(
+        json.dumps(learner_edition(json.loads(src.read_text()), src.stem), indent=1, ensure_ascii=False) + "\n"
+    )
+    return dest, kept
