@@ -56,7 +56,6 @@ NOT_YET = {
     "audit_your_code",
     "beyond_forward",
     "custom_kernels",
-    "distributed",
     "op_fallbacks",
     "port_inference",
     "port_training",

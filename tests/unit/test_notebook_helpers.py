@@ -186,3 +186,79 @@ def test_scratch_copy_and_show_diff(tmp_path: Any) -> None:
         notebook.show_diff(a, copy, names=["nope.py"])
     with pytest.raises(ValueError, match="not a folder"):
         notebook.scratch_copy(tmp_path / "none")
+
+
+# Tables the chapters display, built next to the results they render (xlaport.distributed).
+def test_stream_tables_and_trial() -> None:
+    import xlaport
+    from xlaport.distributed import streams
+
+    tpu = xlaport.profile("tpu")
+    rules = streams.rules_table(tpu).splitlines()
+    assert rules[:2] == ["| rule | calls | what happens | source |", "|---|---|---|---|"]
+    assert len(rules) == 2 + len(streams.rules_for(tpu)) and all(r.count(" | ") == 3 for r in rules[2:])
+    trial = streams.Trial(streams.EmulatedStreams(tpu))
+    side = trial.line("side = torch.cuda.Stream()", "Stream", lambda: trial.dm.Stream())
+    assert trial.line("if side.query(): ...", "Stream.query", lambda: side.query()) is None  # it raised
+    assert [r["call"] for r in trial.rows] == ["Stream", "Stream.query"]
+    counts = trial.counts()
+    assert counts["raises"] == 1 and sum(counts.values()) == 2
+    table = trial.table("tpu").splitlines()
+    assert table[0].startswith("| CUDA line | on `tpu` (") and "raises `NotImplementedError`" in table[3]
+    with pytest.raises(ValueError, match="unknown stream call"):
+        trial.line("x", "Stream.nope", lambda: None)
+    with pytest.raises(ValueError, match="no stream lines"):
+        streams.Trial(trial.dm).table("tpu")
+
+
+def test_layout_collectives_and_support_tables() -> None:
+    import xlaport
+    from xlaport.distributed import hlo, support_table
+    from xlaport.distributed.mesh import layout_table
+
+    shards = [{"name": "0.weight", "shape": [8, 4], "spec": "{devices=[2,1]0,1}", "shard_shapes": [[4, 4], [4, 4]],
+               "bytes": [64, 64]}]  # fmt: skip
+    text = layout_table(shards, {"0.weight": {"type": "DTensor", "local": [4, 4]}}).splitlines()
+    assert "shard per device (2 devices)" in text[0] and text[2] == (
+        "| `0.weight` | (8, 4) | DTensor (4, 4) | `{devices=[2,1]0,1}` | (4, 4) | 64, 64 |"
+    )
+    with pytest.raises(ValueError, match="no FSDP2 shard"):
+        layout_table(shards, {})
+    step = hlo.Collectives("m", (hlo.Collective("all-gather", "ag.1", "f32[8,4]{1,0}", is_async=True),))
+    assert step.table(["parameter `0.weight`"]).splitlines()[2] == (
+        "| all-gather | `f32[8,4]{1,0}` | parameter `0.weight` | yes |"
+    )
+    with pytest.raises(ValueError, match="1 collectives"):
+        step.table([])
+    support = support_table(xlaport.profile("tpu"), xlaport.profile("neuron"))
+    features = xlaport.profile("tpu").of_kind("distributed")
+    assert support.count("\n| ") == len(features) and "Sources:" in support
+    with pytest.raises(ValueError, match="two xlaport profiles"):
+        support_table("tpu", "neuron")
+
+
+def test_new_dump_dir_is_removed_by_read_dump() -> None:
+    from pathlib import Path
+
+    from xlaport.distributed import hlo
+
+    d = hlo.new_dump_dir()
+    assert Path(d).is_dir() and hlo.read_dump(d, remove=True) == {} and not Path(d).exists()
+
+
+def test_precision_describe_says_what_a_mode_did() -> None:
+    import torch
+
+    from xlaport.numerics import precision
+
+    expected = torch.ones(4)
+    close = precision.compare(expected + 1e-7, expected)
+    far = precision.compare(expected + 5e-3, expected)
+    assert precision.describe("highest", close) == (
+        "highest  (6 passes, emulated as float32): max |diff| 1.2e-07, tolerance needed 6.0e-08, "
+        "HF float32 test passes, HF bfloat16 test passes"
+    )
+    line = precision.describe("default", far)
+    assert line.startswith("default  (1 pass, emulated as rounded inputs)") and "HF float32 test FAILS" in line
+    with pytest.raises(ValueError, match="unknown matmul precision"):
+        precision.describe("medium", close)

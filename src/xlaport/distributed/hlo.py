@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["COLLECTIVES", "Collective", "Collectives", "collectives", "dump_flags", "read_dump"]
+__all__ = ["COLLECTIVES", "Collective", "Collectives", "collectives", "dump_flags", "new_dump_dir", "read_dump"]
 
 COLLECTIVES: tuple[str, ...] = (
     "all-gather",
@@ -94,6 +97,15 @@ class Collectives:
     @property
     def total(self) -> int:
         return len(self.ops)
+
+    def table(self, carries: Sequence[str] | None = None) -> str:
+        """The collectives in order as a markdown table; ``carries``, one note per collective, says what each moves."""
+        notes = list(carries) if carries is not None else [""] * len(self.ops)
+        if len(notes) != len(self.ops):
+            raise ValueError(f"carries has {len(notes)} notes for {len(self.ops)} collectives")
+        lines = ["| collective | result shape | carries | async |", "|---|---|---|---|"]
+        lines += [f"| {c.op} | `{c.shape}` | {w} | {'yes' if c.is_async else 'no'} |" for c, w in zip(self.ops, notes)]
+        return "\n".join(lines)
 
 
 def _base(op: str) -> tuple[str | None, bool, bool]:
@@ -179,10 +191,23 @@ def dump_flags(directory: str | os.PathLike[str], existing: str = "") -> str:
     return " ".join(p for p in (existing.strip(), f"--xla_dump_to={d}", "--xla_dump_hlo_as_text") if p)
 
 
-def read_dump(directory: str | os.PathLike[str], modules: list[str] | None = None) -> dict[str, Collectives]:
+def new_dump_dir(prefix: str = "xla_dump_") -> str:
+    """A new, empty temporary directory for :func:`dump_flags` (no spaces in its path; :func:`read_dump` with
+    ``remove=True`` deletes it)."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    if any(c.isspace() for c in d):
+        shutil.rmtree(d, ignore_errors=True)
+        raise ValueError(f"the temporary directory {d!r} has spaces (XLA_FLAGS is split on them): set TMPDIR")
+    return d
+
+
+def read_dump(
+    directory: str | os.PathLike[str], modules: list[str] | None = None, remove: bool = False
+) -> dict[str, Collectives]:
     """Collectives of each optimized module XLA dumped into ``directory``, keyed by the file's module prefix.
 
-    ``modules`` keeps only the modules whose key starts with one of the given prefixes (e.g. ``"module_0003"``).
+    ``modules`` keeps only the modules whose key starts with one of the given prefixes (e.g. ``"module_0003"``);
+    ``remove=True`` deletes the directory once it is read.
     """
     root = Path(directory)
     if not root.is_dir():
@@ -193,4 +218,6 @@ def read_dump(directory: str | os.PathLike[str], modules: list[str] | None = Non
         if modules is not None and not any(key.startswith(p) for p in modules):
             continue
         out[key] = collectives(path.read_text(errors="replace"), module=key)
+    if remove:
+        shutil.rmtree(root, ignore_errors=True)
     return out

@@ -161,3 +161,30 @@ def largest_parameter(shapes: Mapping[str, Sequence[int]]) -> int:
     if not shapes:
         raise ValueError("no parameter shapes given")
     return max(math.prod(_dims(k, v)) for k, v in shapes.items())
+
+
+def layout_table(shards: Sequence[Mapping[str, Any]], fsdp2: Mapping[str, Mapping[str, Any]]) -> str:
+    """Each parameter's place under FSDP2 and FSDPv2, as a markdown table.
+
+    ``shards``: one dict per parameter as the SPMD run reports it (``name``, ``shape``, ``spec``, ``shard_shapes``,
+    ``bytes``: the fields of :class:`ShardInfo`); ``fsdp2``: rank 0's FSDP2 shard per parameter name (``type``,
+    ``local``).
+    """
+    if not shards:
+        raise ValueError("layout_table needs at least one parameter's shards")
+    n = len(shards[0]["shard_shapes"])
+    lines = [
+        "| parameter | global shape | FSDP2: rank 0's `DTensor` shard | FSDPv2 sharding | "
+        f"shard per device ({n} devices) | bytes per device |",
+        "|---|---|---|---|---|---|",
+    ]
+    for s in shards:
+        if s["name"] not in fsdp2:
+            raise ValueError(f"layout_table: no FSDP2 shard for parameter {s['name']!r}")
+        f2 = fsdp2[s["name"]]
+        per_device = ", ".join(str(tuple(x)) for x in dict.fromkeys(map(tuple, s["shard_shapes"])))
+        lines.append(
+            f"| `{s['name']}` | {tuple(s['shape'])} | {f2['type']} {tuple(f2['local'])} | `{s['spec']}` | "
+            f"{per_device} | {', '.join(map(str, s['bytes']))} |"
+        )
+    return "\n".join(lines)

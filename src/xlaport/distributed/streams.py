@@ -38,10 +38,12 @@ __all__ = [
     "Attempt",
     "Behaviour",
     "EmulatedStreams",
+    "Trial",
     "agrees",
     "attempt",
     "behaviour",
     "rules_for",
+    "rules_table",
     "stream_api",
 ]
 
@@ -342,3 +344,58 @@ def _show(a: Attempt) -> str:
 def rules_for(profile: Profile) -> list[Rule]:
     """The profile's rules that decide stream behaviour (``stream_api`` and the device calls that raise)."""
     return [*profile.of_kind("stream_api"), *(r for r in profile.of_kind("device_api") if r.extra.get("names"))]
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "/").replace("\n", " ")
+
+
+def rules_table(profile: Profile) -> str:
+    """The rules that decide stream behaviour on ``profile``'s target, as a markdown table: rule, the CUDA calls it
+    covers, what they do there, source."""
+    lines = ["| rule | calls | what happens | source |", "|---|---|---|---|"]
+    for r in rules_for(profile):
+        names = r.extra["names"] if r.kind == "stream_api" else [n for n in r.extra["names"] if n in STREAM_CALLS]
+        what = r.extra.get("behaviour", "raises") + (f" `{r.error}`" if r.error else "")
+        calls = ", ".join(f"`{n}`" for n in names)
+        lines.append(f"| `{r.id}` | {calls} | {what} | {_cell(r.source)} |")
+    return "\n".join(lines)
+
+
+class Trial:
+    """Lines of CUDA stream code run one at a time on ``dm`` (from :func:`stream_api`), each kept with what it did.
+
+    ``trial.line("side = torch.cuda.Stream()", "Stream", lambda: dm.Stream())`` runs the call, records
+    ``{"code", "call", "seen"}`` in :attr:`rows` (``seen`` an :class:`Attempt`) and returns the call's value
+    (``None`` when it raised), so the next line can use it.
+    """
+
+    def __init__(self, dm: Any) -> None:
+        self.dm = dm
+        self.rows: list[dict[str, Any]] = []
+
+    def line(self, code: str, call: str, fn: Callable[[], Any]) -> Any:
+        if call not in STREAM_CALLS:
+            raise ValueError(f"unknown stream call {call!r}; choose one of: {', '.join(STREAM_CALLS)}")
+        seen = attempt(self.dm, fn)
+        self.rows.append({"code": code, "call": call, "seen": seen})
+        return seen.value
+
+    def counts(self) -> dict[str, int]:
+        """How many lines had each outcome (every name in :data:`OUTCOMES`, zeros included)."""
+        out = dict.fromkeys(OUTCOMES, 0)
+        for r in self.rows:
+            out[r["seen"].outcome] += 1
+        return out
+
+    def table(self, target_name: str) -> str:
+        """The lines and what each did on ``target_name``, as a markdown table."""
+        if not self.rows:
+            raise ValueError("no stream lines were run: call trial.line(...) first")
+        kind = self.dm.kind if isinstance(self.dm, EmulatedStreams) else f"real {target_name}"
+        lines = [f"| CUDA line | on `{target_name}` ({kind}) | rule |", "|---|---|---|"]
+        for r in self.rows:
+            s = r["seen"]
+            what = f"raises `{s.error}`: {s.message}" if s.outcome == "raises" else s.outcome
+            lines.append(f"| `{r['code']}` | {_cell(what)} | {f'`{s.rule}`' if s.rule else 'none'} |")
+        return "\n".join(lines)

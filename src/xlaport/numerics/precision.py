@@ -65,6 +65,7 @@ __all__ = [
     "emulated_matmul",
     "Comparison",
     "compare",
+    "describe",
     "needed_tolerance",
     "tolerance_for",
     "emulated_ops",
@@ -210,6 +211,25 @@ def compare(actual: torch.Tensor, expected: torch.Tensor) -> Comparison:
         finite=True,
         diff=diff,
         ref=e,
+    )
+
+
+# How the emulator computes each mode's float32 matmul (emulated_matmul and the XLA kernels of emulate()).
+EMULATED_AS: dict[str, str] = {"default": "rounded inputs", "high": "3 bf16 products", "highest": "float32"}
+
+
+def describe(mode: str, c: Comparison) -> str:
+    """One line on what ``mode`` did to a result: passes, how the emulator computes it, the largest difference
+    and the tolerance it needs, and whether Hugging Face's float32 and bfloat16 equivalence tests pass."""
+    mode = _check_mode(mode)
+    verdicts = ", ".join(
+        f"HF {dtype} test {'passes' if c.passes(*HF_TOLERANCES[dtype]) else 'FAILS'}"
+        for dtype in ("float32", "bfloat16")
+    )
+    n = PASSES[mode]
+    return (
+        f"{mode:8s} ({n} pass{'es' if n > 1 else ''}, emulated as {EMULATED_AS[mode]}): max |diff| {c.max_abs:.1e}, "
+        f"tolerance needed {c.tol_needed:.1e}, {verdicts}"
     )
 
 
