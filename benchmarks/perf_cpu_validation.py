@@ -82,6 +82,7 @@ def main() -> None:
                 "case": name,
                 "expect": per[0]["expect"],
                 "bound": per[0]["bound"],
+                "caveat": per[0]["caveat"],
                 "predicted_s": statistics.median(x["predicted_s"] for x in per),
                 "measured_s": statistics.median(x["measured_s"] for x in per),
                 "error": statistics.median(x["error"] for x in per),

@@ -12,6 +12,8 @@ __all__ = ["render"]
 def _fmt_value(value: Any, unit: str) -> str:
     if isinstance(value, float) and unit == "FLOP/s":
         return f"{value / 1e12:,.0f} TFLOP/s"
+    if isinstance(value, float) and unit == "B/s":
+        return f"{value / 1e9:,.0f} GB/s"
     if isinstance(value, float):
         return f"{value:,.4g} {unit}"
     return f"{value} {unit}"
@@ -27,7 +29,7 @@ def render() -> str:
     lines = [
         "# Hardware facts",
         "",
-        "**Every chip figure the pricing chapter uses lives in one data file, each value with its source, its "
+        "**Every chip figure the pricing and estimate chapters use lives in one data file, each value with its source, its "
         f"date and how well it is established.** This page is generated from `{info['file']}` (compiled "
         f"{info['compiled']}) when the site is built; `xlaport cost chips` prints the same facts. Evidence: "
         "**V** read in the primary source, **V2** seen only through a copy, **U** unverified.",
