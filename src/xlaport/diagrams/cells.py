@@ -61,7 +61,10 @@ def schedule_views(n_steps: int = 6, limit: int = 8) -> Figure:
     ax = fig.subplots()
     fig.set_layout_engine("constrained")
     _rows(ax, [f"sigmas: {n + 1} values", "sigmas[i]: offset", "TorchTPU graph"])
-    for x, i in enumerate(cols):
+    xs = [0.0]  # column centres: a left-out run takes half a column
+    for a, b in zip(cols, cols[1:]):
+        xs.append(xs[-1] + (0.75 if a is None or b is None else 1.0))
+    for x, i in zip(xs, cols):
         if i is None:
             for y in (0, 1, 2):
                 ax.text(x, y, "⋯", ha="center", va="center", fontsize=SIZE + 2, color=MUTED)
@@ -73,10 +76,11 @@ def schedule_views(n_steps: int = 6, limit: int = 8) -> Figure:
         ax.annotate("", xy=(x, 1.7), xytext=(x, 1.3), arrowprops={"arrowstyle": "-|>", "color": INK, "lw": 1.0})
         _cell(ax, x, 0, "compile" if i < limit else "neutral", f"graph {i + 1}" if i < limit else "no graph")
     if n > limit:  # the recompile limit falls inside the loop
-        edge = cols.index(limit) - 0.5
+        k = cols.index(limit)
+        edge = xs[k] - (0.5 if cols[k - 1] is not None else 0.375)
         ax.axvline(edge, ymax=0.45, color=PALETTE["error"], linestyle="--", linewidth=1.4)
         ax.text(edge + 0.08, -0.5, f"recompile limit ({limit})", fontsize=SIZE, color=INK, va="center")
-    ax.set_xlim(-0.55, len(cols) - 0.45)
+    ax.set_xlim(-0.55, xs[-1] + 0.55)
     ax.set_xticks([])
     ax.set_xlabel("fix: sigmas.tolist() (host floats) or sigmas[i].clone() (offset 0)", fontsize=SIZE, loc="left")
     return fig
