@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
@@ -62,7 +64,7 @@ def schedule_views(n_steps: int = 6, limit: int = 8) -> Figure:
     fig.set_layout_engine("constrained")
     _rows(ax, [f"sigmas: {n + 1} values", "sigmas[i]: offset", "TorchTPU graph"])
     xs = [0.0]  # column centres: a left-out run takes half a column
-    for a, b in zip(cols, cols[1:]):
+    for a, b in itertools.pairwise(cols):
         xs.append(xs[-1] + (0.75 if a is None or b is None else 1.0))
     for x, i in zip(xs, cols):
         if i is None:
