@@ -25,6 +25,8 @@ from pathlib import Path
 __all__ = [
     "TpuChip",
     "tpu_chips",
+    "torch_tpu_autoloaded",
+    "AUTOLOAD_SWITCH",
     "neuron_devices",
     "neuron_importable",
     "cuda_available",
@@ -88,6 +90,24 @@ def tpu_chips(
             continue
         chips.append(TpuChip(entry.name, generation, group))
     return chips
+
+
+# PyTorch imports every installed package that registers a ``torch.backends`` entry point when ``import torch``
+# runs (torch/__init__.py, _import_device_backends) unless this variable is "0" in the environment at that moment.
+AUTOLOAD_SWITCH = "TORCH_DEVICE_BACKEND_AUTOLOAD"
+
+
+def torch_tpu_autoloaded(pci: str | os.PathLike[str] | None = None) -> bool:
+    """torch_tpu is imported in this process although this machine has no TPU.
+
+    That happens when torch_tpu is installed: its ``torch.backends`` entry point (``torch_tpu._loader:load``) is
+    imported by ``import torch`` itself, which also loads libtpu's PJRT plugin; the first ``backward()`` then asks
+    every registered backend for its devices and libtpu tries the cloud metadata server. Setting
+    ``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` before Python starts prevents it. Never imports anything.
+    """
+    import sys
+
+    return "torch_tpu" in sys.modules and not (tpu_chips() if pci is None else tpu_chips(pci))
 
 
 def neuron_devices(dev: str | os.PathLike[str] = "/dev") -> list[str]:

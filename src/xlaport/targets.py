@@ -29,7 +29,7 @@ from . import detect, metrics
 from .profiles import Profile, profile
 from .text import plural
 
-__all__ = ["Target", "target", "TARGET_NAMES", "xla_device"]
+__all__ = ["Target", "target", "TARGET_NAMES", "xla_device", "autoload_warning"]
 
 TargetName = Literal["cuda", "tpu", "neuron", "cpu", "auto"]
 TARGET_NAMES: tuple[str, ...] = ("cuda", "tpu", "neuron", "cpu", "auto")
@@ -111,7 +111,9 @@ class Target:
     def banner(self) -> str:
         """One line: target, real or emulated, how, and the versions in use."""
         vers = " ".join(f"{k} {v}" for k, v in self.versions().items())
-        return f"[xlaport] target={self.name} ({self.kind}) device={self.device} backend={self.backend} | {self.detail} | {vers}"
+        line = f"[xlaport] target={self.name} ({self.kind}) device={self.device} backend={self.backend} | {self.detail} | {vers}"
+        warning = autoload_warning()
+        return f"{line}\n{warning}" if warning else line
 
     # ----------------------------------------------------------------- work
     def compile(self, fn: F, **kwargs: Any) -> F:
@@ -199,6 +201,17 @@ class Target:
             import torch_xla.core.xla_model as xm
 
             xm.set_rng_state(seed)
+
+
+def autoload_warning() -> str | None:
+    """A warning line when ``import torch`` autoloaded torch_tpu on a machine without a TPU, else None."""
+    if not detect.torch_tpu_autoloaded():
+        return None
+    return (
+        "[xlaport] WARNING: import torch autoloaded torch_tpu (its torch.backends entry point) on a machine without "
+        "a TPU; libtpu may start at the first backward() and wait on the cloud metadata server. Set "
+        f"{detect.AUTOLOAD_SWITCH}=0 in the environment before Python starts (see the book's pitfalls page)."
+    )
 
 
 def _real_device(p: Profile) -> torch.device:

@@ -92,3 +92,36 @@ def test_neuron_devices(tmp_path: Path) -> None:
     (tmp_path / "neuron1").touch()
     (tmp_path / "neuronx").touch()  # not a device node name
     assert [Path(p).name for p in detect.neuron_devices(tmp_path)] == ["neuron0", "neuron1"]
+
+
+# ---------------------------------------------------------------- torch_tpu autoloaded by import torch
+def test_torch_tpu_autoloaded_only_when_imported_without_a_chip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+    import types
+
+    monkeypatch.delitem(sys.modules, "torch_tpu", raising=False)
+    assert not detect.torch_tpu_autoloaded(tmp_path)  # nothing imported it
+    monkeypatch.setitem(sys.modules, "torch_tpu", types.ModuleType("torch_tpu"))
+    assert detect.torch_tpu_autoloaded(tmp_path)  # imported, and this (empty) PCI bus has no TPU
+
+
+def test_banner_and_cli_say_when_torch_tpu_was_autoloaded(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+    import types
+
+    import xlaport
+    from xlaport.cli import main
+
+    monkeypatch.delitem(sys.modules, "torch_tpu", raising=False)
+    assert "\n" not in xlaport.target("cpu").banner()
+    monkeypatch.setitem(sys.modules, "torch_tpu", types.ModuleType("torch_tpu"))
+    monkeypatch.setattr(detect, "tpu_chips", lambda *a, **k: [])
+    banner = xlaport.target("cpu").banner()
+    assert banner.splitlines()[1].startswith("[xlaport] WARNING: import torch autoloaded torch_tpu")
+    assert "TORCH_DEVICE_BACKEND_AUTOLOAD=0" in banner
+    assert main(["target", "cpu"]) == 0
+    assert "TORCH_DEVICE_BACKEND_AUTOLOAD=0" in capsys.readouterr().out
