@@ -8,8 +8,9 @@ Config ``xlaport_generate`` lists what to make, into the source directory:
 * ``verified``: ``book/verified.md``, the verified-on page: the committed run records (``verified/*.json``) and this
   build's own emulated run, read from the executed notebooks under ``notebooks/`` (``scripts/verify.py``).
 
-A file is rewritten only when its text changes. The scripts are the project's own (``scripts/``, found from this
-file: the first parent with a ``pyproject.toml``), so the staged copy of the extension finds them as well.
+A file is rewritten only when its text changes. The scripts are the project's own (``scripts/``, in the first
+parent of this file or of the installed toolkit with ``pyproject.toml`` and ``scripts/``), so a staged copy of the
+extension finds them as well.
 """
 
 from __future__ import annotations
@@ -28,11 +29,14 @@ KINDS = ("reference", "flowchart", "curriculum", "verified")
 
 
 def project_root() -> Path:
-    start = Path(__file__).resolve()
-    for parent in start.parents:
-        if (parent / "pyproject.toml").exists():
-            return parent
-    raise RuntimeError(f"no pyproject.toml above {start}: cannot find the xlaport project")
+    """The xlaport checkout: above this file (also when staged under _build/), else above the installed toolkit."""
+    import xlaport
+
+    for start in (Path(__file__).resolve(), Path(xlaport.__file__).resolve()):
+        for parent in start.parents:
+            if (parent / "pyproject.toml").exists() and (parent / "scripts").is_dir():
+                return parent
+    raise RuntimeError(f"no xlaport checkout (pyproject.toml and scripts/) above {Path(__file__).resolve()}")
 
 
 def _script(name: str) -> ModuleType:
