@@ -26,7 +26,15 @@ from xlaport.exercises.curriculum import SESSIONS
 ROOT = Path(__file__).resolve().parents[1]
 TIMINGS = ROOT / "_build" / "executed" / "timings.json"
 WORDS_PER_MINUTE = 150  # an assumption for technical prose with code, stated on the page
-EXERCISE_MINUTES = 10  # an allowance per checked exercise, stated on the page as an assumption
+# Per exercise: a base (read the task, run the check, read its verdict) plus minutes per line of the reference
+# solution that is new (not already in the chapter's own code): copying is quick, writing new logic is not. The rate
+# is calibrated on the one timing a trial reported (the top-p sampler, 7 new lines: 20-30 minutes at a first try).
+EXERCISE_BASE_MINUTES = 3
+MINUTES_PER_NEW_LINE = 3
+DISCUSSION_SHARE = 1 / 3  # of the whole session, as the facilitator notes ask
+JUPYTERLAB_SETUP_MINUTES = 10  # an allowance (pip install 'xlaport[learn]', xlaport learn start, first launch)
+DOWNLOAD_MBIT_PER_S = 50  # an assumption for the first install's download, stated on the page
+VENV = ROOT / ".venv"
 
 
 # The sessions are data in the toolkit, shared with `xlaport learn start --session N`.
@@ -58,6 +66,49 @@ def page_exercises(page: str, root: Path = ROOT) -> int:
     )
 
 
+_SOLUTION_START = re.compile(r"^```\{solution-start\}\s+(\S+)", re.M)
+_CHECK_LINE = re.compile(r"^(solution = check_|print\(solution\)|assert solution\.)")
+
+
+def _code_lines(text: str) -> list[str]:
+    return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+
+
+def exercise_minutes(page: str, root: Path = ROOT) -> list[tuple[str, int, int]]:
+    """Per exercise of a chapter: (label, new lines in its reference solution, estimated minutes)."""
+    nb = root / f"{page}.ipynb"
+    if not nb.exists():
+        return []
+    cells = json.loads(nb.read_text())["cells"]
+    chapter_code: set[str] = set()
+    out = []
+    label = None
+    for c in cells:
+        text = "".join(c["source"])
+        if c["cell_type"] == "markdown":
+            m = _SOLUTION_START.search(text)
+            label = m.group(1) if m else (None if "{solution-end}" in text else label)
+            continue
+        lines = _code_lines(text)
+        if label is None:
+            if "answer = None" not in text:
+                chapter_code.update(lines)
+            continue
+        new = [ln for ln in lines if ln not in chapter_code and not _CHECK_LINE.match(ln)]
+        out.append((label, len(new), EXERCISE_BASE_MINUTES + MINUTES_PER_NEW_LINE * len(new)))
+    return out
+
+
+def install_minutes(venv: Path = VENV) -> tuple[float, float] | None:
+    """(GB on disk, minutes to download at DOWNLOAD_MBIT_PER_S) of the emulator environment, when one is here."""
+    site = sorted(venv.glob("lib/python*/site-packages"))
+    if not site:
+        return None
+    size = sum(f.stat().st_size for f in site[0].rglob("*") if f.is_file() and not f.is_symlink())
+    # an assumption, stated on the page: wheels are compressed, about half the installed size goes over the wire
+    return size / 1e9, (size / 2) * 8 / (DOWNLOAD_MBIT_PER_S * 1e6) / 60
+
+
 def load_timings(path: Path = TIMINGS) -> dict[str, float]:
     if not path.exists():
         return {}
@@ -68,12 +119,15 @@ def _link(page: str) -> str:
     return f"{{doc}}`/{page}`"
 
 
-def sessions_md(timings: dict[str, float], root: Path = ROOT, wpm: int = WORDS_PER_MINUTE) -> str:
-    """The session table: pages (links), prerequisites and the measured duration of each session."""
+def sessions_md(timings: dict[str, float], root: Path = ROOT, wpm: int = WORDS_PER_MINUTE, venv: Path = VENV) -> str:
+    """The session table (pages, prerequisites, each part of a session's time) and the per-exercise estimates."""
+    install = install_minutes(venv)
     lines = [
-        "| session | pages | needs | run (s) | words | exercises | minutes |",
-        "|---|---|---|--:|--:|--:|--:|",
+        "| session | pages | needs | run (s) | reading (min) | exercises (min) | setup (min) | discussion (min) "
+        "| minutes |",
+        "|---|---|---|--:|--:|--:|--:|--:|--:|",
     ]
+    per_exercise = []
     for i, s in enumerate(SESSIONS, 1):
         run = 0.0
         unmeasured = []
@@ -85,18 +139,46 @@ def sessions_md(timings: dict[str, float], root: Path = ROOT, wpm: int = WORDS_P
                 else:
                     unmeasured.append(stem)
         words = sum(page_words(p, root) for p in s.pages)
-        n_ex = sum(page_exercises(p, root) for p in s.pages)
-        minutes = run / 60 + words / wpm + n_ex * EXERCISE_MINUTES
+        exercises = [(p, *e) for p in s.pages for e in exercise_minutes(p, root)]
+        per_exercise += [(i, *e) for e in exercises]
+        ex_min = sum(m for *_, m in exercises)
+        setup = (install[1] if install else 0.0) + JUPYTERLAB_SETUP_MINUTES if i == 1 else 0.0
+        work = run / 60 + words / wpm + ex_min + setup
+        discussion = work * DISCUSSION_SHARE / (1 - DISCUSSION_SHARE)
+        minutes = work + discussion
         needs = ", ".join(str(n) for n in s.prerequisites) or "none"
         run_s = f"{run:.0f}" + (" (+ not yet run: " + ", ".join(unmeasured) + ")" if unmeasured else "")
         pages = ", ".join(_link(p) for p in s.pages)
-        lines.append(f"| {i}. {s.title} | {pages} | {needs} | {run_s} | {words:,} | {n_ex} | {math.ceil(minutes)} |")
+        lines.append(
+            f"| {i}. {s.title} | {pages} | {needs} | {run_s} | {math.ceil(words / wpm)} | {ex_min} | "
+            f"{math.ceil(setup)} | {math.ceil(discussion)} | {math.ceil(minutes)} |"
+        )
     lines.append("")
-    lines.append(
-        f"Minutes = the chapters' measured run time on the CI machine + reading at {wpm} words per minute (every "
-        f"markdown and code cell) + {EXERCISE_MINUTES} minutes per checked exercise. The run times are those of the "
-        "last `make test`; the words are counted when the site is built."
+    size = (
+        f"the emulator environment measured on the build machine, {install[0]:.1f} GB installed; assumed: half of "
+        f"that downloaded (wheels are compressed) at {DOWNLOAD_MBIT_PER_S} Mbit/s"
+        if install
+        else "not measured on this build (no environment here), so counted as 0"
     )
+    lines += [
+        "",
+        "How each number is obtained:",
+        "",
+        "- **run**: the chapters' measured execution time in the last `make test` on the CI machine (two cores).",
+        f"- **reading**: every markdown and code cell's words at an assumed {wpm} words per minute.",
+        f"- **exercises**: per exercise, {EXERCISE_BASE_MINUTES} minutes to read the task, run the check and read "
+        f"its verdict, plus {MINUTES_PER_NEW_LINE} minutes per line of the reference solution that is new (not "
+        "already in the chapter's own code). The rate is an assumption calibrated on one trial's timing: the top-p "
+        "sampler, 7 new lines, took 20 to 30 minutes at a first attempt. The table below gives each exercise.",
+        f"- **setup** (session 1 only): the first install ({size}), plus {JUPYTERLAB_SETUP_MINUTES} minutes allowed "
+        "for `pip install 'xlaport[learn]'`, `xlaport learn start` and JupyterLab's first launch.",
+        "- **discussion**: a third of the whole session, as the facilitator notes ask, so half again the time of "
+        "everything else.",
+        "",
+        "| session | chapter | exercise | new lines | minutes |",
+        "|---|---|---|--:|--:|",
+    ]
+    lines += [f"| {i} | {_link(p)} | `{label}` | {n} | {m} |" for i, p, label, n, m in per_exercise]
     lines.append("")
     lines.append("| session | what the discussion should settle |")
     lines.append("|---|---|")

@@ -123,3 +123,17 @@ def test_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
     (tmp_path / "t").mkdir()
     assert main(["learn", "team", str(tmp_path / "t")]) == 0
     assert "No progress records" in capsys.readouterr().out
+
+
+def test_exercise_estimates_differ_by_exercise() -> None:
+    from conftest import script
+
+    cp = script("curriculum_pages")
+    minutes = {
+        label: m
+        for p in ("notebooks/port_training", "notebooks/port_inference")
+        for label, _, m in cp.exercise_minutes(p)
+    }
+    assert minutes["port-inference-top-p"] >= 20  # the trial's 20-30 minutes for the sampler
+    assert minutes["port-training-last-batch"] < 10  # a line or two on top of the chapter's own loader
+    assert len(set(minutes.values())) > 1

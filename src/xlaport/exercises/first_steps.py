@@ -74,8 +74,8 @@ def _batches_problem(batches: Any, n: int, batch_size: int, labels: Any, ignore_
         return "each batch must be a pair of tensors (images, labels)"
     for i, (x, y) in enumerate(pairs):
         if x.dim() == 0 or y.dim() == 0 or x.shape[0] != y.shape[0]:
-            xs, ys = tuple(x.shape)[:1], tuple(y.shape)[:1]
-            return f"batch {i} has {xs} images but {ys} labels: pad the labels too (with {ignore_index})"
+            nx, ny = (int(t.shape[0]) if t.dim() else 1 for t in (x, y))
+            return f"batch {i} has {nx} images but {ny} labels: pad the labels too (with {ignore_index})"
     shapes = [tuple(x.shape) for x, _ in pairs]
     distinct = sorted(set(shapes), key=shapes.index)
     if len(distinct) > 1:
