@@ -83,7 +83,7 @@ def test_help_and_cost_never_import_torch(fresh_python: Runner) -> None:
             assert main(["api-map", "synchronize"]) == 0
         torchy = sorted(m for m in sys.modules if m == "torch" or m.startswith("torch."))
         assert not torchy, torchy[:5]
-        assert {c.name for c in COMMANDS.values() if not c.needs_torch} == {"cost", "api-map", "scan"}
+        assert {c.name for c in COMMANDS.values() if not c.needs_torch} == {"cost", "api-map", "scan", "doctor", "learn"}
         print("clean")
     """
     assert "clean" in fresh_python(code).stdout

@@ -2,7 +2,9 @@
 
 ``COMMANDS`` maps each subcommand to the module that implements it and a one-line help. A
 subcommand module defines ``configure(parser)`` (its arguments) and ``run(args) -> int``.
-``xlaport --help`` imports none of them, so it starts without torch; so does ``xlaport cost``.
+``xlaport --help`` imports none of them, so it starts without torch; so do ``xlaport scan``, ``xlaport cost``
+and ``xlaport doctor PATH`` (the static report). ``pip install xlaport`` installs no torch: a command (or an
+option such as ``doctor --entry``) that needs it says so in one line, naming the extra to install.
 Bad user input prints one line (``xlaport CMD: error: ...``) and exits with status 2.
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,6 +31,8 @@ class Command:
     module: str
     help: str
     needs_torch: bool
+    #: options that need torch even when the command does not (``doctor --entry``)
+    torch_options: tuple[str, ...] = ()
 
     def load(self) -> ModuleType:
         return importlib.import_module(self.module)
@@ -61,7 +66,13 @@ COMMANDS: dict[str, Command] = {
             False,
         ),
         Command("scan", "xlaport.cli.scan", "find CUDA-isms, custom kernels and recompile risks in a codebase", False),
-        Command("doctor", "xlaport.cli.doctor", "one migration report: scan, ops, recompile probe, effort, cost", True),
+        Command(
+            "doctor",
+            "xlaport.cli.doctor",
+            "one migration report: scan, ops, recompile probe, effort, cost",
+            False,
+            ("entry", "probe"),
+        ),
         Command("estimate", "xlaport.cli.estimate", "predict a step's time, MFU, chip count and cost per chip", True),
         Command(
             "learn", "xlaport.cli.learn", "a learner's copies of a session's chapters, solutions, team progress", False
@@ -112,15 +123,40 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     return parser
 
 
+EMULATOR_EXTRA = 'pip install "xlaport[emulator]"'
+# packages the extra brings (import names); a command that meets one of them missing says which extra to install
+_EXTRA_MODULES = ("torch", "torch_xla", "numpy", "matplotlib", "markdown_it")
+
+
+def _missing_extra(command: str, what: str) -> int:
+    print(
+        f"xlaport {command}: error: {what} needs torch and the emulator; install them: {EMULATOR_EXTRA}",
+        file=sys.stderr,
+    )
+    return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    chosen = _command_in(argv)
+    cmd = COMMANDS.get(chosen) if chosen else None
+    if cmd is not None and cmd.needs_torch and importlib.util.find_spec("torch") is None:
+        return _missing_extra(cmd.name, f"'xlaport {cmd.name}' needs torch, which is not installed")
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    if cmd is not None and importlib.util.find_spec("torch") is None:
+        for opt in cmd.torch_options:
+            if getattr(args, opt, None):
+                return _missing_extra(cmd.name, f"--{opt.replace('_', '-')} needs torch, which is not installed")
     try:
         return int(args.func(args) or 0)
+    except ModuleNotFoundError as e:
+        if (e.name or "").split(".")[0] in _EXTRA_MODULES:
+            return _missing_extra(args.command, f"this needs {e.name}, which is not installed")
+        raise
     except (ValueError, FileNotFoundError, KeyError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"xlaport {args.command}: error: {msg}", file=sys.stderr)

@@ -39,6 +39,12 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-findings", default=None, metavar="N", help="table/markdown: show at most N findings")
     p.add_argument("--progress", action="store_true", help="show a progress bar even when stderr is not a terminal")
     p.add_argument("--rules", action="store_true", help="list the rules (id, severity, why, fix, chapter) and exit")
+    p.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="report only findings not in this baseline (matched by rule, file and code text, not line number)",
+    )
+    p.add_argument("--write-baseline", metavar="FILE", help="write every finding to FILE as the baseline, exit 0")
 
 
 def _print_rules() -> None:
@@ -68,6 +74,17 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"no such config file: {args.config}")
     progress = True if (args.progress or sys.stderr.isatty()) else None
     res = scan(args.paths, config=args.config, jobs=jobs, progress=progress, max_file_size=size)
+    if args.write_baseline:
+        from ..scan.baseline import write_baseline
+
+        n = write_baseline(res, args.write_baseline)
+        print(f"wrote {n} finding{'s' if n != 1 else ''} to the baseline {args.write_baseline}", file=sys.stderr)
+        return 0
+    if args.baseline:
+        from ..scan.baseline import apply_baseline, load_baseline
+
+        res, known = apply_baseline(res, load_baseline(args.baseline))
+        print(f"{known} finding{'s' if known != 1 else ''} in the baseline {args.baseline} not shown", file=sys.stderr)
     if args.format == "json":
         text = res.to_json()
     elif args.format == "sarif":
