@@ -87,6 +87,7 @@ def lazy_vs_eager(
     lazy.set_ylim(-0.6, 1.95)
     lazy.set_xlim(0, total * 1.02)
     lazy.set_xlabel("milliseconds", fontsize=SIZE)
+    lazy.xaxis.set_major_formatter("{x:,g}")
     lazy.tick_params(axis="x", labelsize=SIZE)
     fig.legend(
         handles=[_patch("host", "record (host)"), _patch("compile", "compile"), _patch("device", "run (device)")],
