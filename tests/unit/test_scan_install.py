@@ -7,6 +7,7 @@ the static doctor need only the standard library), and runs the console script t
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +23,12 @@ def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("bare")
     wheels, venv = tmp / "wheels", tmp / "venv"
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet"]
-    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(ROOT)], check=True)
+    # build from a copy, so setuptools' build/ folder never lands in the working tree
+    src = tmp / "project"
+    shutil.copytree(ROOT / "src", src / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(src)], check=True)
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     whl = next(wheels.glob("xlaport-*.whl"))
     subprocess.run([*pip, "--python", str(venv / "bin" / "python"), "install", "--no-deps", str(whl)], check=True)
