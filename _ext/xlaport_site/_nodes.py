@@ -17,13 +17,24 @@ from pathlib import Path
 from typing import Any
 
 from docutils import nodes
+from sphinx import addnodes
 from sphinx.util import logging
 
 logger = logging.getLogger("xlaport_site")
 
 TYPE = "xlaport"
-# Inline nodes whose text is not prose: code, maths, links and cross-references, glued values, raw HTML.
-NOT_PROSE = (nodes.literal, nodes.math, nodes.reference, nodes.raw, nodes.image, nodes.target, nodes.footnote_reference)
+# Inline nodes whose text is not prose: code, maths, links and cross-references (resolved or not), raw HTML. Glued
+# values are not prose either (:func:`is_glue`).
+NOT_PROSE = (
+    nodes.literal,
+    nodes.math,
+    nodes.reference,
+    addnodes.pending_xref,
+    nodes.raw,
+    nodes.image,
+    nodes.target,
+    nodes.footnote_reference,
+)
 BLOCKS = (nodes.paragraph, nodes.title, nodes.caption, nodes.term, nodes.rubric, nodes.line)
 
 

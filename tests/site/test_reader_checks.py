@@ -108,7 +108,7 @@ CLEAN = _chapter(
         "{term}`lazy tensors <lazy tensor>` are linked. Real {term}`XLA` here, and XLA again.\n\n"
         "| XLA | value |\n|---|---|\n| a | b |\n\n"
         "the step's program ({glue:md}`md`), took {glue:text}`k:.1f` s; the ratio is {glue:text}`k`x, the error {glue:text}`z:.1e`\n\n"
-        "see `torch.compile(dynamic=True)` and `x[:, 3]`\n\n"
+        "see `torch.compile(dynamic=True)` and `x[:, 3]`, {ref}`a 12-row table <ex-scale>`, {doc}`glossary`\n\n"
         "[pytorch/xla#4203](https://github.com/pytorch/xla/issues/4203) and <https://example.com/a/1/2>\n\n"
         "torch_tpu 0.2.0 wheel, TorchNeuron 2.14.3.0, torch ≥ 2.11, Python 3.11, AWS Neuron 2.33\n\n"
         "Exercise 1 and sections 2-4, exit status 2, steps 2 and later\n\n"
