@@ -71,16 +71,19 @@ def test_attention_flop_is_4_forward_12_training_bhs2d(mode: str, factor: int) -
     assert tr.flop == attn
 
 
-def test_attention_fused_bound_keeps_no_score_matrix() -> None:
+def test_attention_is_one_fused_kernel_that_moves_q_k_v_and_the_output() -> None:
     b, h, s, d = 2, 4, 256, 16
     with torch.device("meta"):
         m = _Attention()
     tr = trace_step(m, (_meta(b, h, s, d, grad=True),), "training")  # type: ignore[arg-type]
-    qkvo = 4 * (b * h * s * d) * 4
-    scores = b * h * s * s * 4
-    # saved for backward: q*scale, q, the output and one float per row; never an s x s matrix
-    assert tr.activation_bytes < qkvo + b * h * s * 4 + 1
-    assert tr.bytes_unfused > 3 * scores  # the unfused path does write and read the scores
+    n = b * h * s * d * 4  # bytes of one (b, h, s, d) float32 tensor
+    fwd = [o for o in tr.ops if o.op_class == "attention" and o.phase == "forward"]
+    bwd = [o for o in tr.ops if o.op_class == "attention" and o.phase == "backward"]
+    assert [o.name for o in fwd] == ["scaled_dot_product_attention"] and fwd[0].bytes == 4 * n  # q, k, v, out
+    assert bwd[0].bytes == 8 * n  # q, k, v, out, dout read; dq, dk, dv written
+    # kept for backward: q*scale, q, the output, and one float per row; never an s x s score matrix
+    assert tr.activation_bytes == 3 * n + b * h * s * 4
+    assert sum(o.bytes for o in fwd + bwd) < b * h * s * s * 4  # less than one score matrix
 
 
 def _decoder_config(**over: int) -> dict[str, object]:

@@ -1,11 +1,11 @@
 """This machine's CPU as a roofline machine, and predicted vs measured step times on it.
 
 :func:`measure_cpu` times a large float32 matmul (peak matrix FLOP/s), a large copy (memory
-bandwidth) and a one-element add (the fixed cost of one eager op call), each the median of several
-runs. :func:`validate` predicts each case in :data:`CASES` with the same code the chip estimates use
+bandwidth) and a stack of tiny linear layers (the fixed cost of one eager op call), each the median of several
+runs, in CPU time of one thread (so other processes on shared cores do not count). :func:`validate` predicts each case in :data:`CASES` with the same code the chip estimates use
 (trace on ``meta``, roofline, eager = the unfused end of the band plus the per-call cost) and then
-runs it for real. Run it when the machine is quiet: other processes on the same cores slow the
-measurement, not the prediction.
+runs it for real, timed the same way. Contention for caches and memory bandwidth from other processes
+still shows: run it when the machine is quiet.
 """
 
 from __future__ import annotations
@@ -22,24 +22,54 @@ from .machine import Machine
 from .roofline import band
 from .trace import Mode, trace_step
 
-__all__ = ["Case", "CASES", "measure_cpu", "time_call", "predict_case", "measure_case", "validate"]
+__all__ = ["Case", "CASES", "measure_cpu", "per_op_cost", "time_call", "predict_case", "measure_case", "validate"]
 
 
-def time_call(fn: Callable[[], Any], repeats: int = 5, warmup: int = 1, min_s: float = 0.05) -> float:
-    """Median seconds of one call of ``fn`` (each sample loops until ``min_s`` has passed)."""
+def time_call(
+    fn: Callable[[], Any], repeats: int = 5, warmup: int = 1, min_s: float = 0.05, clock: str = "cpu"
+) -> float:
+    """Median seconds of one call of ``fn`` (each sample loops until ``min_s`` has passed).
+
+    ``clock="cpu"`` (default) counts this process's CPU time (``time.process_time``): with one thread, time the
+    process spends waiting while other processes hold the core does not count, so a shared machine gives the
+    same answer as a quiet one (contention for caches and memory bandwidth still shows). ``"wall"`` counts
+    elapsed time."""
+    if clock not in ("cpu", "wall"):
+        raise ValueError(f"clock must be 'cpu' or 'wall', got {clock!r}")
+    now = time.process_time if clock == "cpu" else time.perf_counter
     for _ in range(warmup):
         fn()
     samples = []
     for _ in range(repeats):
-        n, t0 = 0, time.perf_counter()
+        n, t0 = 0, now()
         while True:
             fn()
             n += 1
-            dt = time.perf_counter() - t0
+            dt = now() - t0
             if dt >= min_s:
                 break
         samples.append(dt / n)
     return statistics.median(samples)
+
+
+def per_op_cost(repeats: int = 5) -> float:
+    """Seconds per ATen op call of eager PyTorch driven through ``nn.Module`` calls: a stack of tiny linear layers
+    (no arithmetic to speak of) timed, divided by the op calls a trace of it counts."""
+    import torch
+    from torch import nn
+
+    from .trace import trace_call
+
+    stack = nn.Sequential(*[nn.Linear(8, 8) for _ in range(16)])
+    x = torch.randn(1, 8)
+
+    def run(z: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            out: torch.Tensor = stack(z)
+            return out
+
+    calls = sum(o.calls for o in trace_call(run, (x,)).ops)
+    return time_call(lambda: run(x), repeats, min_s=0.02) / calls
 
 
 def measure_cpu(threads: int = 1, repeats: int = 5, size: int = 1024, copy_mb: int = 256) -> Machine:
@@ -55,8 +85,7 @@ def measure_cpu(threads: int = 1, repeats: int = 5, size: int = 1024, copy_mb: i
     n = copy_mb * 2**20 // 4
     x, y = torch.ones(n), torch.empty(n)
     t_copy = time_call(lambda: y.copy_(x), repeats)
-    one, out = torch.ones(1), torch.empty(1)
-    t_op = time_call(lambda: torch.add(one, one, out=out), repeats, min_s=0.02)
+    t_op = per_op_cost(repeats)
     return Machine(
         id="cpu",
         name=f"this CPU ({threads} thread{'s' if threads > 1 else ''}, float32)",

@@ -4,12 +4,14 @@
 (``mode="training"``), under a dispatch mode that sees every ATen op. Per op it records
 
 * **FLOPs**: PyTorch's own formulas (``torch.utils.flop_counter.flop_registry``: mm, addmm, bmm,
-  convolution, the fused attention kernels); on ``meta`` ``scaled_dot_product_attention`` runs its math
-  path, so attention shows up as two ``bmm`` per head in the forward and four in the backward, counted
-  like any other. Ops without a formula (elementwise, softmax, norms) count one FLOP per output
-  element as *vector* FLOPs, kept apart from the matrix FLOPs an MFU counts.
-* **bytes, unfused**: every input and output tensor of the op read or written once (views move nothing).
-  This is what eager mode moves: each op a round trip through memory.
+  convolution, ...). ``scaled_dot_product_attention`` is counted as the one fused kernel every backend
+  dispatches it to (flash or memory-efficient attention): QK^T and PV forward, twice that backward, as
+  PaLM's accounting does (the math path computes the result on ``meta`` without being counted). Ops
+  without a formula (elementwise, softmax, norms) count one FLOP per output element as *vector* FLOPs,
+  kept apart from the matrix FLOPs an MFU counts.
+* **bytes, unfused**: every input and output tensor of the op read or written once (views move nothing);
+  fused attention reads q, k, v and writes its output, never a score matrix. This is what eager mode
+  moves: each op a round trip through memory.
 
 Per step it adds a **fused lower bound** on bytes: what must cross HBM even with perfect fusion, i.e.
 the parameters read (once forward, once backward), gradients written, the optimizer's state read and
@@ -224,18 +226,27 @@ def _make_mode() -> Any:
         def __init__(self) -> None:
             super().__init__()
             self.phase = "forward"
-            self.in_attention = 0
+            self.suspended = 0
             self.ops: dict[tuple[str, str, str], OpCount] = {}
+
+        def record(self, name: str, cls: str, flop: float, moved: float) -> None:
+            key = (name, self.phase, cls)
+            rec = self.ops.get(key)
+            if rec is None:
+                rec = self.ops[key] = OpCount(name, self.phase, cls)
+            rec.calls += 1
+            rec.flop += flop
+            rec.bytes += moved
 
         def __torch_dispatch__(self, func: Any, types: Any, args: Sequence[Any] = (), kwargs: Any = None) -> Any:
             kwargs = kwargs or {}
             out = func(*args, **kwargs)
-            if getattr(func, "is_view", False):
+            if self.suspended or getattr(func, "is_view", False):
                 return out
             name = func._overloadpacket.__name__
             if name in ("detach", "alias", "lift_fresh", "_local_scalar_dense", "set_", "resize_"):
                 return out
-            cls = "attention" if self.in_attention else op_class(name)
+            cls = op_class(name)
             key = (name, self.phase, cls)
             rec = self.ops.get(key)
             if rec is None:
@@ -254,28 +265,60 @@ def _make_mode() -> Any:
     return _Counter()
 
 
-def _make_attention_mode(counter: Any, on_saved: Callable[[Sequence[Any], float], None]) -> Any:
+def _make_attention_mode(counter: Any, on_saved: Callable[[float], None]) -> Any:
+    import torch
     import torch.nn.functional as F
     from torch.overrides import TorchFunctionMode
 
+    class _FusedAttention(torch.autograd.Function):
+        """``scaled_dot_product_attention`` as the one fused kernel every backend dispatches it to: forward reads
+        q, k, v (and a mask) and writes the output; backward reads those and the output's gradient and writes the
+        gradients of q, k, v. FLOPs: QK^T and PV forward, twice that backward (the PaLM convention); the math path
+        computes the output on meta without being counted."""
+
+        @staticmethod
+        def forward(ctx: Any, q: Any, k: Any, v: Any, mask: Any, opts: dict[str, Any]) -> Any:
+            counter.suspended += 1
+            try:
+                out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, **opts)
+            finally:
+                counter.suspended -= 1
+            sq, d = q.shape[-2], q.shape[-1]
+            heads_x_batch = q.numel() // (sq * d) if sq and d else 0
+            flop = 2.0 * heads_x_batch * sq * k.shape[-2] * (d + v.shape[-1])
+            moved = sum(_nbytes(t) for t in (q, k, v, out, mask))
+            counter.record("scaled_dot_product_attention", "attention", flop, moved)
+            ctx.save_for_backward(q, k, v, out)
+            ctx.flop = flop
+            if torch.is_grad_enabled() or any(t.requires_grad for t in (q, k, v)):
+                on_saved(float(heads_x_batch * sq * 4))  # one float32 per row (the logsumexp) kept for backward
+            return out
+
+        @staticmethod
+        def backward(ctx: Any, dout: Any) -> Any:
+            q, k, v, out = ctx.saved_tensors
+            counter.suspended += 1
+            try:
+                grads = [torch.zeros_like(t) if need else None for t, need in zip((q, k, v), ctx.needs_input_grad)]
+            finally:
+                counter.suspended -= 1
+            moved = sum(_nbytes(t) for t in (q, k, v, out, dout)) + sum(_nbytes(g) for g in grads if g is not None)
+            counter.record("scaled_dot_product_attention_backward", "attention", 2 * ctx.flop, moved)
+            return (*grads, None, None)
+
     class _Attention(TorchFunctionMode):
-        """Marks the ops of ``scaled_dot_product_attention`` as attention and, for the fused lower bound,
-        keeps what a flash-attention kernel saves for backward (q, k, v, the output and one float per
-        row) instead of the math path's score matrices."""
+        """Routes ``scaled_dot_product_attention`` through :class:`_FusedAttention`."""
 
         def __torch_function__(self, func: Any, types: Any, args: Sequence[Any] = (), kwargs: Any = None) -> Any:
-            kwargs = kwargs or {}
+            kwargs = dict(kwargs or {})
             if func is not F.scaled_dot_product_attention:
                 return func(*args, **kwargs)
-            counter.in_attention += 1
-            try:
-                out = func(*args, **kwargs)
-            finally:
-                counter.in_attention -= 1
-            q = args[0] if args else kwargs["query"]
-            rows = q.numel() // q.shape[-1] if q.dim() else 0
-            on_saved([*_tensors((args[:3], kwargs)), out], float(rows * 4))
-            return out
+            names = ("query", "key", "value", "attn_mask")
+            got = dict(zip(names, args))
+            got.update({n: kwargs.pop(n) for n in names if n in kwargs})
+            if len(args) > 4:
+                return func(*args, **kwargs)  # dropout_p etc. positionally: leave it to the math path
+            return _FusedAttention.apply(got["query"], got["key"], got["value"], got.get("attn_mask"), kwargs)
 
     return _Attention()
 
@@ -352,19 +395,10 @@ def trace_step(
 
     param_ids = {id(p) for p in params}
 
-    def flash_saved(tensors: Sequence[Any], extra: float) -> None:
-        if not torch.is_grad_enabled():
-            return
-        for t in tensors:
-            base = t._base if t._base is not None else t
-            if id(base) not in seen_saved and id(base) not in param_ids:
-                seen_saved.add(id(base))
-                saved[0] += _nbytes(base)
+    def lse_saved(extra: float) -> None:
         saved[0] += extra
 
     def pack(t: torch.Tensor) -> torch.Tensor:
-        if counter.in_attention:  # the math path's saved scores: a fused kernel keeps none of them
-            return t
         # count each storage autograd keeps for backward once (views share their base's);
         # parameters and views of them are not activations
         base = t._base if t._base is not None else t
@@ -378,7 +412,7 @@ def trace_step(
     was_training = model.training
     model.train(train)
     try:
-        with counter, _make_attention_mode(counter, flash_saved):
+        with counter, _make_attention_mode(counter, lse_saved if train else lambda _e: None):
             if train:
                 with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
                     out = model(*inputs)
@@ -446,7 +480,7 @@ def trace_call(fn: Callable[..., Any], inputs: Sequence[Any], *, tokens: int = 0
     import torch
 
     counter = _make_mode()
-    with counter, _make_attention_mode(counter, lambda _t, _e: None):
+    with counter, _make_attention_mode(counter, lambda _e: None):
         out = fn(*inputs)
     owner = fn if isinstance(fn, torch.nn.Module) else getattr(fn, "__self__", fn)
     mods = [owner] if isinstance(owner, torch.nn.Module) else []
