@@ -4,6 +4,7 @@ One module per family:
 
 * :mod:`.generated`: the pages made from the toolkit's data when the build starts (``builder-inited``);
 * :mod:`.glue`: ``{glue:md}`` values marked as glued (``inline.pasted-markdown``), as ``{glue:text}`` values are;
+* :mod:`.editions`: the chapters' reader editions for Colab and Jupyter, and the Colab buttons that open them;
 * :mod:`.html`: fixes to the rendered pages (scripts once per page, alt text for plots, exact zeros as ``0``);
 * the reader checks, each a doctree visitor that warns ``xlaport.<check>`` (a strict build, ``-W``, fails on it):
   :mod:`.prose_numbers` (numbers in a chapter's prose are glued, parameters or sourced), :mod:`.glossary` (a term's
@@ -21,10 +22,10 @@ from typing import Any
 
 from sphinx.application import Sphinx
 
-from . import generated, glossary, glue, html, outputs, pages, prose_numbers
+from . import editions, generated, glossary, glue, html, outputs, pages, prose_numbers
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    for module in (generated, glue, html, prose_numbers, glossary, outputs, pages):
+    for module in (generated, glue, html, prose_numbers, glossary, outputs, pages, editions):
         module.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

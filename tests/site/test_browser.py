@@ -29,6 +29,8 @@ from typing import Any
 
 import pytest
 
+from conftest import script
+
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -315,8 +317,12 @@ def test_colab_link_opens_this_notebook(browser: Browser, site: str, page: str) 
     hrefs = p.eval_on_selector_all("a[href*='colab.research.google.com']", "els => els.map(e => e.href)")
     context.close()
     stem = Path(page).stem
+    # The reader edition (plain markdown, no book markup) on the branch the Pages workflow pushes, published with
+    # the site; not the source notebook.
+    edition = script("reader_editions").colab_url(stem)
     assert hrefs, f"{page}: no Colab link"
-    assert all(h.endswith(f"/notebooks/{stem}.ipynb") for h in hrefs), f"{page}: Colab links {hrefs}"
+    assert all(h == edition for h in hrefs), f"{page}: Colab links {hrefs}, expected the edition {edition}"
+    assert (Path(SITE) / "editions" / "notebooks" / f"{stem}.ipynb").is_file(), f"{page}: no edition in the site"
 
 
 STOP = {"the", "and", "with", "from", "into", "your", "that", "what", "when", "where", "under", "over", "a", "of", "to"}
