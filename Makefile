@@ -18,7 +18,7 @@ STAMP  := $(VENV)/.installed-$(REQHASH)
 PORT   ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: help venv lock lint format test test-params unit notebooks site book browser verify serve clean
+.PHONY: help venv lock lint format test test-params unit notebooks editions editions-run site book browser verify serve clean
 
 help:
 	@echo "make book    execute the notebooks once and build the site into _build/html"
@@ -29,6 +29,7 @@ help:
 	@echo "make lint    ruff (lint + format check) and mypy"
 	@echo "make lock   regenerate requirements.lock and requirements-tpu.lock (every package pinned, with hashes)"
 	@echo "make test-params  every chapter with each other seed and target its parameters cell offers (~25 min)"
+	@echo "make editions-run  each chapter's Colab/Jupyter edition run top to bottom in a fresh kernel (after make notebooks)"
 	@echo "make format  apply ruff's fixes and formatting"
 	@echo "make serve   serve _build/html on http://localhost:$(PORT)"
 	@echo "make clean   remove _build (keeps .venv)"
@@ -83,6 +84,16 @@ browser: $(STAMP)
 # changed at a time, executed into _build/params/. Too long for every CI run: a scheduled workflow runs it.
 test-params: $(STAMP)
 	$(PY) scripts/param_matrix.py $(PARAMS_ARGS)
+
+# Each chapter's reader edition for Colab and Jupyter (scripts/reader_editions.py), from the executed copies
+# ('make notebooks' first) into _build/editions/notebooks/; the site build writes the same into _build/html/editions/.
+# editions-run then runs each one top to bottom in a fresh kernel, as a Colab runtime would (the setup cell skipped):
+# too long for make test, a scheduled workflow runs it (.github/workflows/editions.yml). EDITIONS="a b" picks chapters.
+editions: $(STAMP)
+	$(PY) scripts/reader_editions.py $(EDITIONS)
+
+editions-run: $(STAMP)
+	$(PY) scripts/reader_editions.py --run $(EDITIONS)
 
 notebooks: $(STAMP)
 	$(PY) -m pytest tests/notebooks -m notebook $(PYTEST_ARGS)
