@@ -25,6 +25,8 @@ RAISES = {
     "synchronize": lambda: torch.cuda.synchronize(),
     "current_device": lambda: torch.cuda.current_device(),
     "get_device_properties": lambda: torch.cuda.get_device_properties(0),
+    "Stream": lambda: torch.cuda.Stream(),
+    "Event.record": lambda: torch.cuda.Event(enable_timing=True).record(),
 }
 
 
@@ -36,13 +38,22 @@ def test_table_matches_torch_on_a_host_without_cuda() -> None:
         for name, call in RAISES.items():
             with pytest.raises(Exception):  # noqa: B017 (RuntimeError or AcceleratorError, by build)
                 call()
-            assert cuda_on_host(f"torch.cuda.{name}", True)[0].startswith("raises")
+            if "." not in name and name != "Stream":
+                assert cuda_on_host(f"torch.cuda.{name}", True)[0].startswith("raises")
     assert results["is_available"] is False and "returns False" in CUDA_ON_HOST["is_available"][0]
     assert results["is_bf16_supported"] is False and "returns False" in CUDA_ON_HOST["is_bf16_supported"][0]
     for name in ("device_count", "memory_allocated", "max_memory_allocated"):
         assert results[name] == 0 and "returns 0" in CUDA_ON_HOST[name][0], name
     for name in ("empty_cache", "manual_seed", "manual_seed_all"):
         assert results[name] is None and "does nothing" in CUDA_ON_HOST[name][0], name
+
+
+def test_stream_messages_match() -> None:
+    from xlaport.scan import scan_source
+
+    (ev,) = scan_source("import torch\ne = torch.cuda.Event()\n")
+    (st,) = scan_source("import torch\ns = torch.cuda.Stream()\n")
+    assert "`record()` raises there" in ev.message and "raises there" in st.message
 
 
 def test_every_finding_says_what_happens_there() -> None:

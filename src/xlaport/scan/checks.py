@@ -205,7 +205,7 @@ def cuda_device_call(w: Walker, node: ast.Call) -> None:
         )
     if attr in _DEVICE_CALLS or q == "torch.device":
         for a in node.args[:2]:
-            _device_arg(w, a, "device string")
+            _device_arg(w, a, "device string ")
     if q not in _AUTOCAST:
         for k in node.keywords:
             if k.arg in _DEVICE_KEYWORDS:
@@ -396,9 +396,12 @@ def cuda_api_name(w: Walker, node: ast.Attribute) -> None:
 def _cuda_streams(w: Walker, node: ast.AST, q: str, called: bool) -> None:
     head = _torch_cuda_head(q)
     if head is not None and head[0] in _STREAM_NAMES and q not in _AUTOCAST:
-        what = (
-            "raises there (no CUDA device)" if called else "names a CUDA stream/event/graph, which does not exist there"
-        )
+        if not called:
+            what = "names a CUDA stream/event/graph, which does not exist there"
+        elif head[0] == "Event":  # torch 2.9 without CUDA: the event is created, its record() raises
+            what = "creates an event whose `record()` raises there (no CUDA device)"
+        else:
+            what = "raises there (no CUDA device)"
         w.hit("cuda-streams", node, f"{_shown(q, called)} {what}", detail=q)
 
 
