@@ -207,7 +207,7 @@ CASES: dict[str, Case] = {
             _attention,
             "inference",
             "memory",
-            "the CPU runs a fused (flash) kernel that never writes the scores; the trace counts the unfused math path",
+            "the CPU's fused (flash) kernel runs below the matmul peak: its softmax exponentials are vector work",
         ),
         Case(
             "GPT d64 L2, 1x16 tokens, forward",
