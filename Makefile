@@ -121,3 +121,14 @@ clean:
 .PHONY: linkcheck
 linkcheck:
 	$(SYSPY) scripts/linkcheck.py $(LINKCHECK_ARGS)
+
+# The TPU-VM environment rehearsed on a machine without a TPU: a second venv from requirements-tpu.txt (torch 2.14.1,
+# torch_tpu 0.2.0; several GB) plus the toolkit, then every chapter with XLAPORT_TARGET=auto under
+# TORCH_DEVICE_BACKEND_AUTOLOAD=0, sockets blocked except loopback, and a check that libtpu never started.
+TPU_VENV ?= .venv-tpu
+.PHONY: rehearse-tpu-vm
+rehearse-tpu-vm:
+	@test -x $(TPU_VENV)/bin/python || $(SYSPY) -m venv $(TPU_VENV)
+	$(TPU_VENV)/bin/python -m pip install --progress-bar off -r requirements-tpu.txt
+	$(TPU_VENV)/bin/python -m pip install --quiet --no-deps -e .
+	TORCH_DEVICE_BACKEND_AUTOLOAD=0 $(TPU_VENV)/bin/python scripts/rehearse_tpu_vm.py $(REHEARSE_ARGS)

@@ -1,0 +1,163 @@
+#!/usr/bin/env python
+"""Rehearse the TPU-VM environment on a machine without a TPU (``make rehearse-tpu-vm``).
+
+Run with the Python of a venv built from ``requirements-tpu.txt`` (torch 2.14.1 + torch_tpu 0.2.0) and the toolkit.
+Every chapter is executed once with ``XLAPORT_TARGET=auto``, which on a machine without a TPU must take its CPU
+path, under three conditions:
+
+* ``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` (the switch the pitfalls page teaches), so that ``import torch`` does not load
+  torch_tpu and libtpu;
+* sockets blocked except loopback (a ``sitecustomize`` in every Python process, the notebook kernels included,
+  refuses connections to any other address), so nothing may reach a network;
+* libtpu must not start: each process records at exit whether a ``libtpu`` library was mapped into it.
+
+The table printed at the end (and written as JSON with ``--json``) gives per chapter: passed or the first line of
+its error, seconds, libtpu loaded or not, connections refused.
+
+    .venv-tpu/bin/python scripts/rehearse_tpu_vm.py [-k STEM] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SWITCH = "TORCH_DEVICE_BACKEND_AUTOLOAD"
+
+# Installed as sitecustomize.py in a directory put first on PYTHONPATH for every process of the rehearsal.
+GUARD = r"""
+import atexit, os, socket
+
+_LOG = os.environ.get("XLAPORT_REHEARSAL_LOG")
+_refused = []
+
+
+def _loopback(address):
+    host = address[0] if isinstance(address, tuple) else address
+    return isinstance(host, str) and (host in ("localhost", "::1") or host.startswith("127.") or host == "")
+
+
+_connect, _connect_ex = socket.socket.connect, socket.socket.connect_ex
+
+
+def connect(self, address):
+    if self.family in (socket.AF_INET, socket.AF_INET6) and not _loopback(address):
+        _refused.append(str(address))
+        raise OSError(101, f"network blocked by the TPU-VM rehearsal: {address}")
+    return _connect(self, address)
+
+
+def connect_ex(self, address):
+    if self.family in (socket.AF_INET, socket.AF_INET6) and not _loopback(address):
+        _refused.append(str(address))
+        return 101
+    return _connect_ex(self, address)
+
+
+socket.socket.connect, socket.socket.connect_ex = connect, connect_ex
+
+
+@atexit.register
+def _report():
+    if not _LOG:
+        return
+    try:
+        maps = open("/proc/self/maps").read()
+    except OSError:
+        maps = ""
+    line = {"pid": os.getpid(), "libtpu": "libtpu" in maps, "refused": _refused[:5], "n_refused": len(_refused)}
+    with open(os.path.join(_LOG, f"{os.getpid()}.json"), "w") as f:
+        f.write(__import__("json").dumps(line))
+"""
+
+
+def chapters() -> list[Path]:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from colab_cell import chapters as listed
+
+    return list(listed(ROOT))
+
+
+def run_chapter(nb: Path, work: Path, guard_dir: Path, timeout: int) -> dict[str, Any]:
+    log = Path(tempfile.mkdtemp(prefix="rehearsal-log-"))
+    env = {
+        **os.environ,
+        SWITCH: "0",
+        "XLAPORT_TARGET": "auto",
+        "PYTHONPATH": os.pathsep.join([str(guard_dir), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+        "XLAPORT_REHEARSAL_LOG": str(log),
+    }
+    out = work / nb.name
+    argv = [sys.executable, "-m", "papermill", str(nb), str(out), "--cwd", str(nb.parent), "-k", "python3"]
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
+        ok, err = proc.returncode == 0, _first_error(proc.stderr)
+    except subprocess.TimeoutExpired:
+        ok, err = False, f"timed out after {timeout} s"
+    seconds = time.perf_counter() - start
+    records = [json.loads(p.read_text()) for p in log.glob("*.json")]
+    return {
+        "chapter": nb.stem,
+        "passed": ok,
+        "error": "" if ok else err,
+        "seconds": round(seconds, 1),
+        "libtpu_loaded": any(r["libtpu"] for r in records),
+        "connections_refused": sum(r["n_refused"] for r in records),
+        "processes": len(records),
+    }
+
+
+def _first_error(stderr: str) -> str:
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if "Error" in ln or "Exception" in ln:
+            return ln[:200]
+    return lines[-1][:200] if lines else "failed"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("-k", dest="only", default=None, help="run only chapters whose name contains this")
+    p.add_argument("--timeout", type=int, default=1800, help="seconds per chapter")
+    p.add_argument("--json", default=None, metavar="PATH")
+    args = p.parse_args(argv)
+    if os.environ.get(SWITCH) != "0":
+        print(f"error: set {SWITCH}=0 before Python starts (make rehearse-tpu-vm does)", file=sys.stderr)
+        return 2
+    if "torch_tpu" in sys.modules:
+        print("error: torch_tpu was imported in the rehearsal driver itself", file=sys.stderr)
+        return 2
+    guard_dir = Path(tempfile.mkdtemp(prefix="rehearsal-site-"))
+    (guard_dir / "sitecustomize.py").write_text(GUARD)
+    work = ROOT / "_build" / "rehearsal"
+    work.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for nb in chapters():
+        if args.only and args.only not in nb.stem:
+            continue
+        print(f"== {nb.stem}", file=sys.stderr, flush=True)
+        rows.append(run_chapter(nb, work, guard_dir, args.timeout))
+    print(f"{'chapter':26} {'result':7} {'s':>7} {'libtpu':>6} {'refused':>7}  error")
+    for r in rows:
+        print(
+            f"{r['chapter']:26} {'ok' if r['passed'] else 'FAIL':7} {r['seconds']:>7.1f} "
+            f"{'YES' if r['libtpu_loaded'] else 'no':>6} {r['connections_refused']:>7}  {r['error']}"
+        )
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+    bad = [r for r in rows if not r["passed"] or r["libtpu_loaded"]]
+    print(f"{len(rows) - len(bad)} of {len(rows)} chapters ran on the CPU path without libtpu")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""scripts/rehearse_tpu_vm.py: the guard every rehearsal process runs (network blocked but loopback, libtpu noted)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import script
+
+rehearse = script("rehearse_tpu_vm")
+
+PROBE = """
+import socket
+srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(1)
+c = socket.socket(); c.connect(srv.getsockname()); print("LOOPBACK ok")
+try:
+    socket.socket().connect(("10.255.255.1", 80))
+    print("OUTSIDE connected")
+except OSError as e:
+    print("OUTSIDE refused", e.errno)
+print("CONNECT_EX", socket.socket().connect_ex(("192.0.2.1", 443)))
+"""
+
+
+def test_the_guard_blocks_all_but_loopback_and_reports(tmp_path: Path) -> None:
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(rehearse.GUARD)
+    (tmp_path / "log").mkdir()
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site"), "XLAPORT_REHEARSAL_LOG": str(tmp_path / "log")}
+    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "LOOPBACK ok" in out.stdout and "OUTSIDE refused 101" in out.stdout and "CONNECT_EX 101" in out.stdout
+    (record,) = [json.loads(p.read_text()) for p in (tmp_path / "log").glob("*.json")]
+    assert record["n_refused"] == 2 and record["libtpu"] is False
+
+
+def test_it_refuses_to_run_without_the_switch(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv(rehearse.SWITCH, raising=False)
+    assert rehearse.main([]) == 2
+    assert "TORCH_DEVICE_BACKEND_AUTOLOAD=0" in capsys.readouterr().err
+
+
+def test_errors_are_summarised_in_one_line() -> None:
+    err = "Traceback...\n  File x\nModuleNotFoundError: No module named 'torch_xla'\n"
+    assert rehearse._first_error(err) == "ModuleNotFoundError: No module named 'torch_xla'"
