@@ -260,6 +260,8 @@ def test_tied_weights_and_matmul_precision_on_xla(fresh_python: Any) -> None:
         print("DEFAULT", check_matmul_precision(lambda m, x: m(x), dmodel, dx, ref, t, tol))
         print("HIGHEST", check_matmul_precision(highest, dmodel, dx, ref, t, tol))
         print("ONCPU", check_matmul_precision(lambda m, x: m(x).cpu(), dmodel, dx, ref, t, tol))
+        print("COPIED", check_matmul_precision(lambda m, x: ref, dmodel, dx, ref, t, tol))
+        print("GARBAGE", check_matmul_precision(lambda m, x: None, dmodel, dx, ref, t, tol))
         print("NONE", check_matmul_precision(None, dmodel, dx, ref, t, tol))
         try:
             check_matmul_precision(None, dmodel, dx, ref, xlaport.profile("neuron"), tol)
@@ -272,6 +274,8 @@ def test_tied_weights_and_matmul_precision_on_xla(fresh_python: Any) -> None:
     assert out["DEFAULT"].startswith("DEFAULT fail") and "'default' is the target's default" in out["DEFAULT"]
     assert out["HIGHEST"].startswith("HIGHEST pass") and "6 passes" in out["HIGHEST"], out["HIGHEST"]
     assert out["ONCPU"].startswith("ONCPU fail") and "came from cpu" in out["ONCPU"], out["ONCPU"]
+    assert out["COPIED"].startswith("COPIED fail") and "came from cpu" in out["COPIED"], out["COPIED"]  # the reference
+    assert out["GARBAGE"].startswith("GARBAGE fail"), out["GARBAGE"]
     assert "not attempted" in out["NONE"] and "no matmul_precision rule" in out["NORULE"]
 
 

@@ -262,3 +262,43 @@ def test_cpu_checkpoint_reference_passes(on_xla: dict[str, Any], fresh_python: A
 @pytest.mark.parametrize("wrong", list(WRONG_CHECKPOINT), ids=list(WRONG_CHECKPOINT))
 def test_cpu_checkpoint_rejects(wrong: str, on_xla: dict[str, Any], fresh_python: Any) -> None:
     _is(_verdict(on_xla, "checkpoint:" + wrong), False, WRONG_CHECKPOINT[wrong][1])
+
+
+# ------------------------------------------------------------------ no answer makes a session 1-2 checker raise
+class _NoCount:
+    """A target that counts no compiles (as CUDA or the CPU): the checks still judge everything else."""
+
+    device = torch.device("cpu")
+
+    def compiles(self) -> None:
+        return None
+
+
+GARBAGE: dict[str, Any] = {
+    "[]": [],
+    "a string": "x",
+    "3": 3,
+    "an object": object(),
+    "a dict": {"a": 1},
+    "a tensor": torch.zeros(2),
+    "a function returning None": lambda *a, **k: None,
+    "a function returning a list": lambda *a, **k: [1, 2],
+    "a function that raises": lambda *a, **k: 1 / 0,
+}
+CHECKERS: dict[str, Any] = {
+    "padded batches": X.check_padded_batches,
+    "compiles after warm-up": lambda a: X.check_steady_compiles(a, _NoCount(), warm=2),
+    "loader": X.check_loader,
+    "portable checkpoint": lambda a: X.check_cpu_checkpoint(a, torch.device("cpu")),
+    "prompt buckets": X.check_prompt_buckets,
+    "static top-p sampler": lambda a: X.check_static_sampler(a, draws=20),
+}
+
+
+@pytest.mark.parametrize("checker", list(CHECKERS))
+def test_garbage_never_raises(checker: str) -> None:
+    for name, answer in GARBAGE.items():
+        c = CHECKERS[checker](answer)
+        assert isinstance(c, X.Check) and c.passed is False and c.message, f"{checker} / {name}: {c}"
+    assert CHECKERS[checker](None).passed is None
+    assert "set `answer` in this cell" in str(CHECKERS[checker](None))
