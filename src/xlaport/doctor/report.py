@@ -363,7 +363,7 @@ class Report:
         md = self._markdown(max_findings, 1, detail=True, images=self.plots())
         body = MarkdownIt("commonmark", {"html": False}).enable("table").render(md)
         return (
-            "<!doctype html><html><head><meta charset=utf-8>"
+            '<!doctype html><html><head><meta charset=utf-8><meta name=viewport content="width=device-width,initial-scale=1">'
             f"<title>xlaport doctor: {html.escape(self.path)}</title><style>{_CSS}</style></head><body>\n"
             + body
             + "</body></html>\n"
@@ -378,7 +378,7 @@ class Report:
 _STATUSES = ("supported", "decomposed", "falls back", "raises", "unknown")
 _CSS = (
     "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
-    "table{border-collapse:collapse;margin:.8em 0;font-size:.9em}td,th{border:1px solid #ccc;padding:.3em .5em;"
+    "table{border-collapse:collapse;margin:.8em 0;font-size:.9em;display:block;overflow-x:auto}td{min-width:5em}td:last-child code{overflow-wrap:anywhere}td,th{border:1px solid #ccc;padding:.3em .5em;"
     "text-align:left;vertical-align:top}th{background:#f3f3f3}code,pre{background:#f6f6f6}img{max-width:100%}"
     ".lead{font-size:1.1em}.small{color:#666;font-size:.85em}"
 )
