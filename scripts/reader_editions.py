@@ -447,7 +447,10 @@ class _Chapter:
             plain = self.value(key).get("text/plain")
             if plain is None:
                 raise self.fail(f"glued value {key!r} has no text/plain")
-            return escape(_format_plain(plain, spec))
+            try:
+                return escape(_format_plain(plain, spec))
+            except (ValueError, TypeError) as exc:
+                raise self.fail(f"glued value {key!r} ({plain!r}) does not take the format {spec!r}: {exc}") from exc
         if name in ("glue:md", "glue", "glue:any"):
             key = body.rsplit(":", 1)[0] if name == "glue:md" and ":" in body else body
             data = self.value(key)

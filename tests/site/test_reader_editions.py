@@ -329,6 +329,28 @@ def test_every_edition_is_plain_markdown_with_the_chapters_code(
     assert sum(c.source.count("<details>") for c in edition.cells if c.cell_type == "markdown") >= n_solutions
 
 
+SOURCES = sorted((ROOT / "notebooks").glob("*.ipynb"))
+_GLUED = re.compile(r"\{glue(?::\w*)?\}`(?P<role>[^`]+)`|^[`:]{3,}\{glue(?::\w*)?\}\s*(?P<block>\S+)", re.M)
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=[p.stem for p in SOURCES])
+def test_every_chapters_markup_converts(book_inventory: object, path: Path) -> None:
+    """Whatever the state of its run: every role and directive a chapter uses has a plain form (each glued value
+    stands in as 1)."""
+    nb = nbformat.read(path, as_version=4)
+    keys = set()
+    for cell in nb.cells:
+        for m in _GLUED.finditer(cell.source if cell.cell_type == "markdown" else ""):
+            keys.add((m["role"] or m["block"]).split("::")[-1].split(":")[0])
+    nb.cells.insert(0, code("# the run's values", [glue(k, "1", markdown="1") for k in sorted(keys)]))
+    edition = editions.convert(nb, f"notebooks/{path.stem}", book_inventory)
+    assert editions.leftovers(edition) == []
+    solutions = _solution_cells(nb)
+    assert editions.code_cells(edition) == [
+        c.source for i, c in enumerate(nb.cells) if c.cell_type == "code" and i not in solutions
+    ]
+
+
 # --- the site's extension on a tiny project ---------------------------------------------------------------------------
 
 
