@@ -210,6 +210,95 @@ WRONG_CHECKPOINT = {
 }
 
 
+# ------------------------------------------------------------------ port_inference: prompt buckets
+def choose_buckets(prompt_lengths: list, new_tokens: int, budget: int) -> tuple:
+    """The reference: powers of two up to the longest prompt, merged from the small end to fit the budget."""
+    pow2 = sorted({1 << (n - 1).bit_length() for n in prompt_lengths})
+    while len(pow2) > budget:
+        pow2.pop(0)
+    return pow2, pow2[-1] + new_tokens
+
+
+WRONG_BUCKETS = {
+    "the chapter's plan copied": (lambda p, n, b: ([8, 16, 32], 48), "fits no bucket"),
+    "no buckets": (lambda p, n, b: ([], 10), "no buckets"),
+    "([], 10) as a value": (([], 10), "your function"),
+    "max_len without the new tokens": (lambda p, n, b: (choose_buckets(p, n, b)[0], max(p)), "cannot hold"),
+    "one bucket per length": (lambda p, n, b: (sorted(set(p)), max(p) + n), "prefill programs"),
+    "one huge bucket": (lambda p, n, b: ([4096], 4096 + n), "more than twice"),
+    "a huge cache": (lambda p, n, b: (choose_buckets(p, n, b)[0], 100_000), "memory never used"),
+    "a bare number": (lambda p, n, b: 64, "must return (buckets, max_len)"),
+}
+
+
+@pytest.mark.parametrize("wrong", list(WRONG_BUCKETS), ids=list(WRONG_BUCKETS))
+def test_prompt_buckets_rejects(wrong: str) -> None:
+    answer, words = WRONG_BUCKETS[wrong]
+    _is(X.check_prompt_buckets(answer), False, words)
+
+
+def test_prompt_buckets_reference_passes() -> None:
+    _is(X.check_prompt_buckets(choose_buckets), True, "every prompt fits")
+
+
+# ------------------------------------------------------------------ port_inference: a static top-p sampler
+def top_p_sampler(logits: Any, top_p: float, generator: Any) -> Any:
+    probs = torch.softmax(logits, -1)
+    sorted_p, order = probs.sort(-1, descending=True)
+    outside = sorted_p.cumsum(-1) - sorted_p >= top_p
+    sorted_p = sorted_p.masked_fill(outside, 0.0)
+    choice = torch.multinomial(sorted_p / sorted_p.sum(-1, keepdim=True), 1, generator=generator)
+    return order.gather(-1, choice)
+
+
+def _per_row_bool_index(logits: Any, top_p: float, generator: Any) -> Any:
+    out = []
+    for row in logits:
+        p, o = torch.softmax(row, -1).sort(descending=True)
+        keep = (p.cumsum(-1) - p) < top_p
+        kept_p, kept_o = p[keep], o[keep]
+        out.append(kept_o[torch.multinomial(kept_p / kept_p.sum(), 1, generator=generator)])
+    return torch.stack(out)
+
+
+def _nucleus_size_on_host(logits: Any, top_p: float, generator: Any) -> Any:
+    out = []
+    for row in logits:
+        p, o = torch.softmax(row, -1).sort(descending=True)
+        n = int(((p.cumsum(-1) - p) < top_p).sum())  # the nucleus size on the host: a sync every token
+        out.append(o[:n][torch.multinomial(p[:n] / p[:n].sum(), 1, generator=generator)])
+    return torch.stack(out)
+
+
+def _cum_le(logits: Any, top_p: float, generator: Any) -> Any:
+    p, o = torch.softmax(logits, -1).sort(-1, descending=True)
+    p = p.masked_fill(p.cumsum(-1) > top_p, 0.0)  # drops the token that crosses top_p
+    p[:, 0] = torch.where(p.sum(-1) == 0, 1.0, p[:, 0])
+    return o.gather(-1, torch.multinomial(p / p.sum(-1, keepdim=True), 1, generator=generator))
+
+
+WRONG_SAMPLER = {
+    "greedy argmax": (lambda lg, p, g: lg.argmax(-1, keepdim=True), "argmax, not sampling"),
+    "no top-p cut": (lambda lg, p, g: torch.multinomial(torch.softmax(lg, -1), 1, generator=g), "outside the top-p"),
+    "per-row boolean index": (_per_row_bool_index, "aten::index with a boolean mask"),
+    "a host sync for the nucleus size": (_nucleus_size_on_host, "host sync"),
+    "cumsum <= top_p (the crossing token dropped)": (_cum_le, "crosses top_p"),
+    "the generator ignored": (lambda lg, p, g: top_p_sampler(lg, p, None), "same generator seed"),
+    "a (batch,) output": (lambda lg, p, g: top_p_sampler(lg, p, g)[:, 0], "(batch, 1)"),
+    "probabilities, not ids": (lambda lg, p, g: torch.softmax(lg, -1)[:, :1], "integers"),
+}
+
+
+@pytest.mark.parametrize("wrong", list(WRONG_SAMPLER), ids=list(WRONG_SAMPLER))
+def test_static_sampler_rejects(wrong: str) -> None:
+    answer, words = WRONG_SAMPLER[wrong]
+    _is(X.check_static_sampler(answer), False, words)
+
+
+def test_static_sampler_reference_passes() -> None:
+    _is(X.check_static_sampler(top_p_sampler), True, "inside the nucleus")
+
+
 # ------------------------------------------------------------------ the two that run on the XLA device
 # torch_xla changes Dynamo's global config on import and the device must exist before any backward pass, so these
 # run once, in a fresh interpreter, and each test reads its verdict.
