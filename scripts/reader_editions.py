@@ -118,9 +118,11 @@ class Inventory:
     def from_sources(cls, root: Path = ROOT, repo_url: str | None = None) -> Inventory:
         repo = repo_url or repository(root)
         inv = cls(base=site_url(repo), repo=repo)
-        docs = [f"{d}" for d in _toc_docnames(root / "_toc.yml")]
+        docs = list(_toc_docnames(root / "_toc.yml"))
+        texts = {doc: _page_text(root, doc) for doc in docs}
+        texts.update(_generated_pages([d for d, t in texts.items() if t is None and d.startswith("book/generated/")]))
         for doc in docs:
-            text = _page_text(root, doc)
+            text = texts.get(doc)
             if text is None:
                 continue
             inv.titles[doc] = _first_heading(text) or posixpath.basename(doc)
@@ -154,13 +156,29 @@ def _page_text(root: Path, doc: str) -> str | None:
     if (ipynb := root / f"{doc}.ipynb").exists():
         nb = nbformat.read(ipynb, as_version=4)
         return "\n\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-    if doc.startswith("book/generated/"):  # written when the site builds; the toolkit renders the same text
-        from xlaport import reference
-
-        page = posixpath.basename(doc)
-        if page in reference.PAGES:
-            return str(reference.render(page))
     return None
+
+
+def _generated_pages(docs: list[str]) -> dict[str, str]:
+    """The reference pages the site build generates (``book/generated/<page>``), rendered by the toolkit as the
+    build does, in a process of its own: rendering op_coverage imports torch_xla, which changes Dynamo's global
+    configuration for the process that imports it."""
+    if not docs:
+        return {}
+    import json
+    import subprocess
+
+    code = (
+        "import json, sys\nfrom xlaport import reference\n"
+        "pages = [p for p in sys.argv[1:] if p in reference.PAGES]\n"
+        "print(json.dumps({p: reference.render(p) for p in pages}))"
+    )
+    pages = [posixpath.basename(d) for d in docs]
+    done = subprocess.run([sys.executable, "-c", code, *pages], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise EditionError(f"could not render the reference pages {pages}: {done.stderr.strip()[-300:]}")
+    rendered = json.loads(done.stdout.strip().splitlines()[-1])
+    return {f"book/generated/{p}": text for p, text in rendered.items()}
 
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
