@@ -537,6 +537,9 @@ class _Chapter:
                 raise self.fail(f"a link points at {target!r}, which is no page of the book")
             return self.inventory.url(doc, anchor)
         full = posixpath.normpath(posixpath.join(posixpath.dirname(self.docname), path))
+        if re.search(r"\.(png|jpe?g|gif|svg|webp)$", path, re.I):  # an image: its bytes, not GitHub's page
+            owner, name = _owner_repo(self.inventory.repo)
+            return f"https://raw.githubusercontent.com/{owner}/{name}/main/{full}"
         return f"{self.inventory.repo}/blob/main/{full}" + (f"#{anchor}" if anchor else "")
 
     # blocks ---------------------------------------------------------------------------------------------------

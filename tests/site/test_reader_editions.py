@@ -91,6 +91,7 @@ def test_cross_references_become_links_to_the_published_pages(inv: object) -> No
                 "See {doc}`../book/emulation`, {doc}`the other one <other>`, {ref}`evidence <evidence-x>`, "
                 "{ref}`evidence-x`, {numref}`Figure %s <evidence-x>`, {term}`XLA`, {term}`lazy tensors <lazy tensor>`, "
                 "[a page](other.md), [a section](../book/emulation.md#why), [a file](../requirements-tpu.txt), "
+                "![a plot](figures/loss.png), "
                 "[outside](https://example.org/x.md) and `{doc}` in code."
             ),
         )
@@ -106,6 +107,7 @@ def test_cross_references_become_links_to_the_published_pages(inv: object) -> No
         f"[a page]({BASE}notebooks/other.html)",
         f"[a section]({BASE}book/emulation.html#why)",
         f"[a file]({REPO}/blob/main/requirements-tpu.txt)",
+        "![a plot](https://raw.githubusercontent.com/xlaport/xlaport/main/notebooks/figures/loss.png)",
         "[outside](https://example.org/x.md)",
         "`{doc}` in code",
     ):
