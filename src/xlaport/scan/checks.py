@@ -523,7 +523,7 @@ def cuda_only_import(w: Walker, node: Any) -> None:
         )
 
 
-@check("cuda-only-dependency", ast.Call)
+@check("cuda-only-dependency", ast.Call, attrs={"setup"})
 def cuda_only_setup(w: Walker, node: ast.Call) -> None:
     q = w.q
     if q is None or q.startswith("torch.") or q in _EXTENSIONS or w.attr != "setup" or not q.endswith("setup"):
@@ -564,7 +564,7 @@ def triton_kernel(w: Walker, node: Any) -> None:
 
 
 # --------------------------------------------------------------------------- cuda-extension
-@check("cuda-extension", ast.Call)
+@check("cuda-extension", ast.Call, attrs={*(q.rsplit(".", 1)[-1] for q in _EXTENSIONS), "load"})
 def cuda_extension(w: Walker, node: ast.Call) -> None:
     q = w.q
     if q is None:
@@ -610,7 +610,7 @@ def _extension(w: Walker, node: ast.Call, what: str) -> None:
 
 
 # --------------------------------------------------------------------------- dynamic-shape-op
-@check("dynamic-shape-op", ast.Call)
+@check("dynamic-shape-op", ast.Call, attrs={*_DYNAMIC_OPS, "where"})
 def dynamic_shape_op(w: Walker, node: ast.Call) -> None:
     attr, q = w.attr, w.q or ""
     fcls = node.func.__class__
@@ -652,7 +652,7 @@ def variable_length_batch(w: Walker, node: ast.Call) -> None:
 
 
 # --------------------------------------------------------------------------- host-sync-in-loop
-@check("host-sync-in-loop", ast.Call)
+@check("host-sync-in-loop", ast.Call, attrs={*_SYNC_METHODS, "print", *_SYNC_BUILTINS})
 def host_sync_in_loop(w: Walker, node: ast.Call) -> None:
     if w.scope.loops <= 0:
         return

@@ -39,13 +39,19 @@ CHECKS: dict[type, list[tuple[str, Check]]] = {}
 DEFAULTS = ast.arguments
 
 
-def check(rule_id: str, *node_types: type) -> Callable[[Check], Check]:
+#: a call check registered with ``attrs`` runs only on calls whose callee's last name is one of them
+CALL_ATTRS: dict[Check, frozenset[str]] = {}
+
+
+def check(rule_id: str, *node_types: type, attrs: Iterable[str] | None = None) -> Callable[[Check], Check]:
     """Register ``fn(walker, node)`` as rule ``rule_id``'s check on every node of ``node_types``.
 
     Checks run before the walker visits the node's children, so the context (scope, loops, imports)
     is the node's own. For ``ast.Call`` nodes, :attr:`Walker.q` and :attr:`Walker.attr` hold the callee's
     resolved dotted name and last name; for an ``ast.Attribute`` (only whole chains such as
-    ``torch.cuda.synchronize`` reach checks) the chain's. The rule id must have a row in :data:`~xlaport.scan.rules.RULES`.
+    ``torch.cuda.synchronize`` under ``torch.`` reach checks) the chain's. ``attrs``: for ``ast.Call`` checks,
+    the callee last names the check is about (``{"item", "tolist"}``); the walker skips other calls. The rule id
+    must have a row in :data:`~xlaport.scan.rules.RULES`.
     """
     if not node_types:
         raise ValueError(f"check for {rule_id!r} names no node type")
@@ -53,6 +59,8 @@ def check(rule_id: str, *node_types: type) -> Callable[[Check], Check]:
     def register(fn: Check) -> Check:
         for t in node_types:
             CHECKS.setdefault(t, []).append((rule_id, fn))
+        if attrs is not None:
+            CALL_ATTRS[fn] = frozenset(attrs)
         return fn
 
     return register
@@ -242,6 +250,16 @@ class Walker:
         }
         if hasattr(ast, "TryStar"):
             self._handlers[ast.TryStar] = self.v_try
+        # call checks: those for any callee, and those for given last names (looked up by the callee's)
+        self._call_any: list[Check] = []
+        self._call_by_attr: dict[str, list[Check]] = {}
+        for _, fn in self._checks.get(ast.Call, _NO_CHECKS):
+            names = CALL_ATTRS.get(fn)
+            if names is None:
+                self._call_any.append(fn)
+            else:
+                for n in names:
+                    self._call_by_attr.setdefault(n, []).append(fn)
         for t in self._checks:  # a check on a node type without a handler: run it, then walk the children
             self._handlers.setdefault(t, self.v_checked)
 
@@ -471,9 +489,11 @@ class Walker:
     # ------------------------------------------------------------------ names and calls
     def v_attribute(self, node: ast.Attribute) -> None:
         if self._pure_chain(node):
-            self.q = self.dotted(node)
-            self.attr = node.attr
-            self.run_checks(node)
+            q = self.dotted(node)
+            if q is not None and q.startswith("torch."):
+                self.q = q
+                self.attr = node.attr
+                self.run_checks(node)
             return
         self.visit(node.value)
 
@@ -482,9 +502,12 @@ class Walker:
         fcls = func.__class__
         self.q = self.dotted(func) if fcls in (ast.Name, ast.Attribute) else None
         self.attr = func.attr if fcls is ast.Attribute else (func.id if fcls is ast.Name else "")  # type: ignore[attr-defined]
-        for _, fn in self._checks.get(ast.Call, _NO_CHECKS):
+        for fn in self._call_any:
             fn(self, node)
         attr = self.attr
+        if attr in self._call_by_attr:
+            for fn in self._call_by_attr[attr]:
+                fn(self, node)
         if attr and (fcls is ast.Name or (self.q is None or not self.q.startswith("torch."))):
             got: set[int | str] | None = None
             for i, a in enumerate(node.args):
