@@ -53,7 +53,6 @@ KINDS = ("imports", "glue", "tables", "file text")
 NOT_YET = {
     "attention_numerics",
     "audit_your_code",
-    "beyond_forward",
     "custom_kernels",
     "op_fallbacks",
     "port_inference",
