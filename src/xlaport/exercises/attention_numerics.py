@@ -11,6 +11,10 @@ from .common import Check, _fail, _none, _ok, guarded
 __all__ = ["check_finite_attention", "check_masked_softmax"]
 
 
+def _verb(n: int) -> str:
+    return "gives" if n == 1 else "give"
+
+
 def _finite(*ts: Any) -> bool:
     return all(bool(t.isfinite().all()) for t in ts if t is not None)
 
@@ -57,7 +61,10 @@ def check_masked_softmax(softmax: Callable[..., Any] | None, scores: Any, keep: 
         return _fail(name, f"raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
     none_kept = ~keep.any(-1)
     if not _finite(p):
-        return _fail(name, f"{plural(int(none_kept.sum()), 'fully masked row')} give non-finite probabilities")
+        return _fail(
+            name,
+            f"{plural(int(none_kept.sum()), 'fully masked row')} {_verb(int(none_kept.sum()))} non-finite probabilities",
+        )
     if not _finite(s.grad):
         return _fail(name, "forward finite, but the gradient through a fully masked row is NaN")
     if bool((p[none_kept.expand_as(p[..., 0])] != 0).any()):
@@ -69,5 +76,5 @@ def check_masked_softmax(softmax: Callable[..., Any] | None, scores: Any, keep: 
         return _fail(name, f"rows with kept keys are {err:.2e} from a softmax over the kept positions")
     return _ok(
         name,
-        f"{plural(int(none_kept.sum()), 'fully masked row')} give 0, gradients finite, other rows exact to {sci(err, 0)}",
+        f"{plural(int(none_kept.sum()), 'fully masked row')} {_verb(int(none_kept.sum()))} 0, gradients finite, other rows exact to {sci(err, 0)}",
     )

@@ -26,7 +26,7 @@ def check_scan_clean(source: str | None, rules: Iterable[str], keep: Iterable[st
     if source is None:
         return _none(name)
     if not isinstance(source, str):
-        return _fail(name, f"answer must be the ported source as a string, not a {type(source).__name__}")
+        return _fail(name, f"answer must be the ported source as a string (got {type(source).__name__})")
     try:
         tree = ast.parse(source)
     except SyntaxError as e:

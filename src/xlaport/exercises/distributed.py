@@ -108,23 +108,25 @@ def check_fsdp_chips(
         return _fail(name, f"answer must be a whole number of chips >= 1, got {answer!r}")
     if batch % n:
         return _fail(name, f"the global batch of {batch} does not split evenly over {n} chips")
-    gb = 1e9
     if need(n) > budget_bytes:
         return _fail(
             name,
-            f"{need(n) / gb:.1f} GB per chip on {n} chips (sharded state {(need(n) - largest) / gb:.1f} GB + the "
-            f"largest parameter gathered whole {largest / gb:.2f} GB); the budget is {budget_bytes / gb:.1f} GB",
+            f"{_size(need(n))} per chip on {n} chips (sharded state {_size(need(n) - largest)} + the "
+            f"largest parameter gathered whole {_size(largest)}); the budget is {_size(budget_bytes)}",
         )
     fewer = next((m for m in range(1, n) if batch % m == 0 and need(m) <= budget_bytes), None)
     if fewer is not None:
-        return _fail(
-            name, f"fits ({need(n) / gb:.1f} GB per chip), but {fewer} chips fit too ({need(fewer) / gb:.1f} GB)"
-        )
+        return _fail(name, f"fits ({_size(need(n))} per chip), but {fewer} chips fit too ({_size(need(fewer))})")
     return _ok(
         name,
-        f"{n} chips: {need(n) / gb:.1f} GB per chip of a {budget_bytes / gb:.1f} GB budget"
-        + (f"; {prev} chips would need {need(prev) / gb:.1f} GB" if (prev := _smaller_divisor(batch, n)) else ""),
+        f"{n} chips: {_size(need(n))} per chip of a {_size(budget_bytes)} budget"
+        + (f"; {prev} chips would need {_size(need(prev))}" if (prev := _smaller_divisor(batch, n)) else ""),
     )
+
+
+def _size(n_bytes: float) -> str:
+    """Bytes for a message: GB with one decimal, or MB below a tenth of a GB (never "0.0 GB")."""
+    return f"{n_bytes / 1e9:.1f} GB" if n_bytes >= 1e8 else f"{n_bytes / 1e6:.1f} MB"
 
 
 def _smaller_divisor(batch: int, n: int) -> int | None:

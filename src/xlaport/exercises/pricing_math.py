@@ -54,7 +54,10 @@ def check_break_even_price(
     hi = decide(flop_per_month, replace(current, usd_per_chip_hour=price * 1.01), proposed, migration, horizon_months)
     lo = decide(flop_per_month, replace(current, usd_per_chip_hour=price * 0.99), proposed, migration, horizon_months)
     if lo.net_over_horizon_usd <= 0 <= hi.net_over_horizon_usd or abs(exact) <= 1e-9 * max(1.0, scale):
-        return _ok(name, f"${price:.2f}/chip-hour: the move nets {exact:,.0f} USD over {horizon_months:g} months")
+        return _ok(
+            name,
+            f"${price:.2f}/chip-hour: the move nets {abs(exact) if abs(exact) < 0.5 else exact:,.0f} USD over {horizon_months:g} months",
+        )
     side = "still pays" if exact > 0 else "still loses"
     way = "lower" if exact > 0 else "higher"
     return _fail(name, f"at ${price:.2f}/chip-hour the move {side} {abs(exact):,.0f} USD: the break-even is {way}")

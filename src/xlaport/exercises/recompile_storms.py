@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from ..text import plural
 from .common import Check, _fail, _ints, _none, _ok, guarded
 
 __all__ = ["check_buckets"]
@@ -47,7 +48,7 @@ def check_buckets(
         worst = max(used.items(), key=lambda kv: sum(kv[0] - n for n in kv[1]))
         return _fail(
             name,
-            f"{compiles} compiles (budget {budget}) but {waste:.0%} of the padded frames are padding "
+            f"{plural(compiles, 'compile')} (budget {budget}) but {waste:.0%} of the padded frames are padding "
             f"(limit {max_waste:.0%}); most is wasted in bucket {worst[0]}",
         )
-    return _ok(name, f"{compiles} compiles (budget {budget}), {waste:.0%} padding, buckets {bks}")
+    return _ok(name, f"{plural(compiles, 'compile')} (budget {budget}), {waste:.0%} padding, buckets {bks}")

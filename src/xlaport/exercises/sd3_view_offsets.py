@@ -60,6 +60,13 @@ def check_offsets_fixed(
         for k, w in want.items():
             if k not in got:
                 return _fail(name, f"step {i}: argument {k!r} missing")
+            if not hasattr(got[k], "storage_offset"):
+                return _fail(
+                    name,
+                    f"step {i}: {k} is a {type(got[k]).__name__}, not a tensor: a compiled step specializes on a "
+                    "Python number (specialize_float), so each new value recompiles; pass a tensor that is not a "
+                    "view (.clone())",
+                )
             err = float((got[k].cpu().double() - w.cpu().double()).abs().max())
             if err > atol:
                 return _fail(name, f"step {i}: {k} differs from the original loop by {err:.2e}")
