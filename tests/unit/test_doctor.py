@@ -214,7 +214,7 @@ def test_markdown_and_html_show_a_finding_as_written(tmp_path: Path) -> None:
     rep = diagnose(tmp_path, cost=CostInputs("h100_sxm", 8, 0.4, "tpu_v6e", 0.35))
     rep.scan.findings[0] = dataclasses.replace(rep.scan.findings[0], message=TRICKY, snippet="y = a | b  # <b>")
     for md in (rep.to_markdown(), rep.to_markdown(detail=True), rep.to_markdown(heading_level=None)):
-        assert "<script>" not in md.replace("`", "")  # escaped (\\<) wherever it is not code
+        assert "\\<script>" in md and not re.search(r"(?<!\\)<script", md)  # escaped: shown, never run
         for block in re.split(r"\n\n", md):
             rows = [r for r in block.splitlines() if r.startswith("|")]
             assert len({_cells(r) for r in rows}) <= 1, f"a table lost or gained a column:\n{block}"

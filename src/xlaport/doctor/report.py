@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cost import PRICE_TERMS
+from ..text import plural
 from ..validate import fraction, integer, positive
 from .effort import Effort, estimate
 from .probe import ProbeResult, parse_probe, run_probe
@@ -248,7 +249,7 @@ class Report:
                     L.append("")  # a list right after a table would be read as one more row
                 for t, rows in self.ops.problems.items():
                     for row in rows:
-                        calls = f"{row['count']} calls, " if "count" in row else ""
+                        calls = f"{plural(row['count'], 'call')}, " if "count" in row else ""
                         L.append(
                             f"- {_md(t)}: {_code(row['op'])} {row['status']} ({calls}{_md(row['via'])}) "
                             f"at {_md(row['site'])}"
@@ -393,8 +394,9 @@ def _json_default(o: Any) -> Any:
 
 
 _SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")  # a code span inside a message: `x.cuda()`
-# What markdown (or MyST's dollar maths) would act on; an underscore only at a word's edge (snake_case stays).
-_ACTIVE = re.compile(r"([\\`*\[\]<>&|$]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
+# What markdown (or MyST's dollar maths) would act on mid-line (< opens raw HTML, a lone > does nothing there);
+# an underscore only at a word's edge (snake_case stays).
+_ACTIVE = re.compile(r"([\\`*\[\]<&|$]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
 
 
 def _md(s: object) -> str:
