@@ -64,7 +64,9 @@ def test_start_keeps_existing_work_and_reset_keeps_the_old_copy(tmp_path: Path) 
 
 
 def test_reveal_prints_the_books_solution(capsys: pytest.CaptureFixture[str]) -> None:
-    workspace.reveal("port_training", 2)
+    from xlaport.exercises import reveal
+
+    reveal("port_training", 2)
     out = capsys.readouterr().out
     assert "port-training-checkpoint" in out and "def portable(model, opt):" in out and "```python" in out
     with pytest.raises(ValueError, match="exercises 1 to 2"):

@@ -43,6 +43,7 @@ from .predict_before_renting import *  # noqa: F403
 from .pricing_math import *  # noqa: F403
 from .recompile_storms import *  # noqa: F403
 from .sd3_view_offsets import *  # noqa: F403
+from .workspace import reveal
 
 #: The chapter modules, in the book's order; each lists its checkers in its ``__all__``.
 CHAPTER_MODULES = (
@@ -61,7 +62,7 @@ CHAPTER_MODULES = (
     distributed,
 )
 
-__all__ = ["CHAPTER_MODULES", "Check", "NOT_ATTEMPTED"]
+__all__ = ["CHAPTER_MODULES", "Check", "NOT_ATTEMPTED", "reveal"]
 __all__ += first_steps.__all__
 __all__ += port_training.__all__
 __all__ += port_inference.__all__

@@ -56,7 +56,12 @@ SESSIONS: tuple[Session, ...] = (
     ),
     Session(
         "Audit and decide",
-        ("notebooks/audit_your_code", "notebooks/pricing_math", "book/decision_brief"),
+        (
+            "notebooks/audit_your_code",
+            "notebooks/predict_before_renting",
+            "notebooks/pricing_math",
+            "book/decision_brief",
+        ),
         (3, 4, 5),
         "The three numbers for our project (recompiles after warm-up, raising ops, break-even band) and a go/no-go.",
     ),

@@ -87,9 +87,9 @@ def learner_edition(nb: dict[str, Any], chapter: str) -> dict[str, Any]:
             inside = True
             n = labels.index(m.group(1)) + 1 if m.group(1) in labels else 0
             note = (
-                f"*Solution hidden in your copy.* Stuck? Run `xlaport.exercises.reveal({chapter!r}, {n})` in a new "
-                f"cell, or `xlaport learn reveal {chapter} {n}` in a terminal; on the website it is folded under "
-                "the exercise."
+                f"*Solution hidden in your copy.* Stuck? Run `from xlaport.exercises import reveal; "
+                f"reveal({chapter!r}, {n})` in a new cell, or `xlaport learn reveal {chapter} {n}` in a terminal; on "
+                "the website it is folded under the exercise."
             )
             cells.append({"cell_type": "markdown", "id": f"solution-note-{n}", "metadata": {}, "source": _lines(note)})
             continue
