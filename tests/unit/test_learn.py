@@ -120,6 +120,8 @@ def test_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
     assert main(["learn", "reset", "first_steps", "--dir", str(work)]) == 0
     assert main(["learn", "reveal", "first_steps", "1"]) == 0
     assert "def make_batches" in capsys.readouterr().out
+    assert main(["learn", "team", str(work / ".progress")]) == 0  # made by start: empty, not an error
+    assert "No progress records" in capsys.readouterr().out
     assert main(["learn", "team", str(tmp_path / "none")]) == 2
     assert "no progress folder" in capsys.readouterr().err
     (tmp_path / "t").mkdir()

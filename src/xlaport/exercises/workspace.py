@@ -163,6 +163,7 @@ def start(
         raise ValueError(f"{folder} is inside the book's clone: choose a folder outside it (e.g. ~/xlaport-work)")
     folder.mkdir(parents=True, exist_ok=True)
     _write_config(folder, _safe_name(who), progress)
+    (Path(progress).expanduser() if progress is not None else folder / ".progress").mkdir(parents=True, exist_ok=True)
     written = []
     for stem in session(n).chapters:
         dest = folder / f"{stem}.ipynb"
