@@ -56,7 +56,6 @@ NOT_YET = {
     "custom_kernels",
     "op_fallbacks",
     "port_inference",
-    "port_training",
     "predict_before_renting",  # the performance-estimate chapter, new: measured, not yet brought under the limit
     "pricing_math",
     "recompile_storms",
