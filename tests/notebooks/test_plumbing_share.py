@@ -54,7 +54,6 @@ NOT_YET = {
     "attention_numerics",
     "audit_your_code",
     "custom_kernels",
-    "op_fallbacks",
     "port_inference",
     "predict_before_renting",  # the performance-estimate chapter, new: measured, not yet brought under the limit
     "pricing_math",
