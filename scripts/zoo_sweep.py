@@ -6,6 +6,7 @@ the registry at a time so that no single command holds a shared machine for long
 
     python scripts/zoo_sweep.py                       # tpu and neuron, the registry's defaults
     python scripts/zoo_sweep.py --target tpu --out /tmp/zoo.json
+    python scripts/zoo_sweep.py --rerun vit --why "..."  # re-run some models, replace their rows in the record
     flock /tmp/xlaport-heavy.lock ...                  # on a shared machine, wrap each chunk (--lock PATH does it)
 
 The recorded wall time is the sum of the chunks' own wall times (each includes its processes' start-up).
@@ -54,8 +55,18 @@ def main() -> int:
     p.add_argument("--out", default=str(OUT))
     p.add_argument("--lock", default=None, help="run each chunk under flock PATH")
     p.add_argument("--machine", default=f"{os.cpu_count()} CPU cores, no accelerator")
+    p.add_argument(
+        "--rerun",
+        action="append",
+        default=None,
+        metavar="MODEL",
+        help="re-run only these models (each in its own process) and replace their rows in --out",
+    )
+    p.add_argument("--why", default="", help="with --rerun: why these rows were re-run (kept in the record)")
     args, extra = p.parse_known_args()
     targets = args.target or ["tpu", "neuron"]
+    if args.rerun:
+        return rerun(args.rerun, targets, Path(args.out), args, extra)
     parts = []
     for target in targets:
         for family in FAMILIES:
@@ -77,6 +88,37 @@ def main() -> int:
     print(merged.table())
     print(merged.summary_text())
     print(f"written to {args.out}", file=sys.stderr)
+    return 0
+
+
+def rerun(models: list[str], targets: list[str], out: Path, args: argparse.Namespace, extra: list[str]) -> int:
+    """Re-run ``models`` on ``targets`` and put their rows into the recorded sweep at ``out``; the full sweep's
+    wall time and configuration stay, and ``recorded.rerun`` says what was re-run, when and why."""
+    old = json.loads(out.read_text())
+    full = SweepResult.from_dict(old)
+    unknown = sorted(set(models) - set(full.config.models))
+    if unknown:
+        print(f"error: not in the record: {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    parts = [run_chunk(t, (m,), args.lock, extra) for t in targets for m in models]
+    fresh = {(r.model, r.target): r for p in parts for r in p.results}
+    merged = SweepResult(
+        full.config, [fresh.get((r.model, r.target), r) for r in full.results], full.wall_s, full.environment
+    )
+    data = merged.as_dict()
+    data["recorded"] = {
+        **old["recorded"],
+        "rerun": {
+            "date": datetime.date.today().isoformat(),
+            "models": models,
+            "wall_s": {f"{p.config.targets[0]} {p.config.models[0]}": round(p.wall_s, 1) for p in parts},
+            "why": args.why,
+            "machine": args.machine,
+        },
+    }
+    out.write_text(json.dumps(data, indent=1) + "\n")
+    print(merged.table())
+    print(merged.summary_text())
     return 0
 
 
