@@ -870,7 +870,8 @@ def main(argv: list[str] | None = None) -> int:
             run_edition(path, args.timeout)
         except Exception as exc:  # a failing cell: name the chapter and go on with the others
             failed.append(path.stem)
-            print(f"{path.stem}: FAILED: {str(exc).strip().splitlines()[-1] if str(exc).strip() else exc!r}")
+            text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()  # the kernel's traceback is coloured
+            print(f"{path.stem}: FAILED: {text.splitlines()[-1] if text else repr(exc)}")
     print(
         f"{len(written) - len(failed)} of {len(written)} editions ran top to bottom"
         + (f"; failed: {failed}" if failed else "")
