@@ -422,6 +422,19 @@ def _months(m: float) -> str:
     return "never (no monthly saving)" if not math.isfinite(m) else f"{m:.1f} months"
 
 
+def _band_rows(c: dict[str, Any]) -> list[tuple[str, str]]:
+    """With an MFU band from the entry's estimate (``xlaport doctor --entry``): the band per side and the break-even
+    at the band's fast end, beside the slow end the verdict uses."""
+    band, months = c.get("mfu_band"), c.get("break_even_months_band")
+    if not band or not months:
+        return []
+    mfu = "; ".join(f"{side} ({b['chip']}) {b['mfu'][0]:.1%} to {b['mfu'][1]:.1%}" for side, b in band.items())
+    return [
+        ("MFU from the entry's estimate", mfu),
+        ("break-even at the band's fast end", _months(months[0])),
+    ]
+
+
 def _cost_rows(c: dict[str, Any]) -> list[tuple[str, str]]:
     return [
         ("now", c["current"]),
@@ -430,6 +443,7 @@ def _cost_rows(c: dict[str, Any]) -> list[tuple[str, str]]:
         ("compute per month after", f"${c['proposed_monthly_usd']:,.0f}"),
         ("saving per month", f"${c['monthly_saving_usd']:,.0f}"),
         ("one-time cost", f"${c['one_time_usd']:,.0f} ({c['person_weeks']:.1f} person-weeks)"),
+        *_band_rows(c),
         ("break-even", _months(c["break_even_months"])),
         (f"net over {c['horizon_months']:g} months", f"${c['net_over_horizon_usd']:,.0f}"),
         ("verdict", c["verdict"]),
