@@ -5,8 +5,8 @@ values, cell outputs or an exercise's statement, whose givens its own cell sets)
 reader can trace it:
 
 - a glued value (``{glue:text}`key:.1f` ``), computed by the chapter's own code;
-- a version (``torch 2.9``, ``torch_tpu 0.2.0``, ``AWS Neuron 2.33``), a numbered label (``Fix 2``, ``Exercise 1``)
-  or a heading's own number (``2. Hand-written attention``);
+- a version (``torch 2.9``, ``torch_tpu 0.2.0``, ``AWS Neuron 2.33``), a date (``read 2026-12-01``), a numbered label
+  (``Fix 2``, ``Exercise 1``) or a heading's own number (``2. Hand-written attention``);
 - a value of the chapter's parameters cell (the code cell tagged ``parameters``), as written there
   (``steps = 20`` allows "20");
 - an entry of the allow-list (config ``xlaport_prose_numbers_allow``, a TOML file with one table per chapter:
@@ -47,6 +47,7 @@ _PRODUCTS = (
 _VERSION = re.compile(
     rf"(?:\b(?:{_PRODUCTS})\s*(?:≥|>=|<=|==)?\s*v?)(\d+(?:\.\d+)+(?:\.\w+)?|\d+\.x)(?:\s*(?:/|and|or|–|-|to)\s*\d+(?:\.\d+)+)*"
 )
+_DATE = re.compile(r"(?<![\w.])\d{4}-\d{2}-\d{2}(?![\w.])")  # 2026-12-01: when a cited page was read
 _BARE_VERSION = re.compile(r"(?<![\w.])\d+\.\d+\.\d+(?:\.\d+)?(?![\w.])")  # 0.2.0, 2.14.3.0: versions by shape
 _NUMBER = re.compile(r"(?<![\w.#/@-])\d+(?:[.,]\d+)*(?![\w])")
 
@@ -55,7 +56,7 @@ def numbers_in(text: str, heading: bool = False) -> list[tuple[str, str]]:
     """(number, the words around it) for each number of ``text`` that is not a label, a version or a heading's own."""
     if heading:
         text = _HEADING_NUMBER.sub(" ", text)
-    for pattern in (_LABEL, _VERSION, _BARE_VERSION):
+    for pattern in (_LABEL, _VERSION, _DATE, _BARE_VERSION):
         text = pattern.sub(" ", text)
     found = []
     for m in _NUMBER.finditer(text):

@@ -111,7 +111,7 @@ CLEAN = _chapter(
         "see `torch.compile(dynamic=True)` and `x[:, 3]`, {ref}`a 12-row table <ex-scale>`, {doc}`glossary`\n\n"
         "[pytorch/xla#4203](https://github.com/pytorch/xla/issues/4203) and <https://example.com/a/1/2>\n\n"
         "torch_tpu 0.2.0 wheel, TorchNeuron 2.14.3.0, torch ≥ 2.11, Python 3.11, AWS Neuron 2.33\n\n"
-        "Exercise 1 and sections 2-4, exit status 2, steps 2 and later\n\n"
+        "Exercise 1 and sections 2-4, exit status 2, steps 2 and later; a guide read 2026-12-01\n\n"
         "1. first\n2. second\n\n"
         "with $x \\leftarrow x + 3 v$\n\n"
         "for 20 steps at 3.0 and at 3\n\n"
