@@ -52,7 +52,7 @@ lock: $(STAMP)
 	@# torch_tpu 0.2.0 ships manylinux_2_31 wheels only (TPU VM images have glibc 2.35).
 	$(BIN)/uv pip compile requirements-tpu.txt $(LOCK_FLAGS) --python-platform x86_64-manylinux_2_31 -o requirements-tpu.lock
 
-LINT_PATHS := src tests scripts
+LINT_PATHS := src tests scripts _ext
 
 lint: $(STAMP)
 	$(BIN)/ruff check $(LINT_PATHS)
