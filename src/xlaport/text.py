@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["plural", "sci", "is_exact_zero_in_e"]
+__all__ = ["plural", "sci", "is_exact_zero_in_e", "by_ratio"]
 
 _EXP_ZERO = re.compile(r"^-?0(\.0*)?e[+-]0+$")
 
@@ -36,3 +36,18 @@ def is_exact_zero_in_e(text: str) -> bool:
     """Whether ``text`` is an exact zero in exponent form (``0e+00``, ``-0.0e+00``): what ``f"{0.0:.1e}"`` writes and
     prose should write as ``0`` (the site's extension does; its reader check fails on what slips through)."""
     return bool(_EXP_ZERO.match(text.strip()))
+
+
+def by_ratio(ratio: float, above: str, about: str, below: str, tolerance: float = 0.05) -> str:
+    """The clause for whichever way a measured ratio came out: ``above`` past ``1 + tolerance``, ``about`` within
+    ``tolerance`` of 1 (inclusive), ``below`` under ``1 - tolerance``.
+
+    A sentence that compares two measurements then says what was measured, not what was expected.
+    """
+    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or ratio != ratio or ratio < 0:
+        raise ValueError(f"by_ratio() needs a ratio >= 0, got {ratio!r}")
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0 <= tolerance < 1:
+        raise ValueError(f"by_ratio(): tolerance must be in [0, 1), got {tolerance!r}")
+    if ratio > 1 + tolerance:
+        return above
+    return about if ratio >= 1 - tolerance else below

@@ -53,7 +53,6 @@ KINDS = ("imports", "glue", "tables", "file text")
 NOT_YET = {
     "audit_your_code",
     "custom_kernels",
-    "port_inference",
     "predict_before_renting",  # the performance-estimate chapter, new: measured, not yet brought under the limit
     "pricing_math",
     "recompile_storms",

@@ -1,0 +1,30 @@
+"""xlaport.text: words for numbers in glued prose."""
+
+from __future__ import annotations
+
+import pytest
+
+from xlaport.text import by_ratio
+
+
+def test_by_ratio_picks_the_clause_for_the_measured_side() -> None:
+    words = {"above": "more", "about": "same", "below": "less"}
+    assert by_ratio(1.2, **words) == "more"
+    assert by_ratio(1.05, **words) == "same"  # the band's edges belong to "about"
+    assert by_ratio(0.95, **words) == "same"
+    assert by_ratio(1.0, **words) == "same"
+    assert by_ratio(0.5, **words) == "less"
+    assert by_ratio(1.2, **words, tolerance=0.3) == "same"
+    assert by_ratio(1.01, **words, tolerance=0) == "more"
+
+
+@pytest.mark.parametrize("ratio", [-1.0, float("nan"), "2", True, None])
+def test_by_ratio_rejects_what_is_not_a_ratio(ratio: object) -> None:
+    with pytest.raises(ValueError, match="ratio"):
+        by_ratio(ratio, "a", "b", "c")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("tolerance", [-0.1, 1.0, True])
+def test_by_ratio_rejects_a_bad_tolerance(tolerance: object) -> None:
+    with pytest.raises(ValueError, match="tolerance"):
+        by_ratio(1.0, "a", "b", "c", tolerance=tolerance)  # type: ignore[arg-type]
