@@ -301,3 +301,19 @@ def test_doctor_on_the_sample_project_under_60_s(fresh_python: Runner, tmp_path:
     assert "## Recompile probe (tpu)" in out.stdout and "## Ops per target" in out.stdout
     assert html.read_text().count("data:image/png;base64,") == 4
     assert math.isfinite(data["cost"]["break_even_months"]) or data["cost"]["verdict"] == "stay"
+
+
+def test_the_fixed_sample_differs_from_the_sample_only_in_its_three_fixes() -> None:
+    """examples/cuda_project_fixed (audit_your_code's ported copy): the same files, the three fixed ones changed,
+    the fixed rules gone from its scan and every other finding unchanged."""
+    fixed = ROOT / "examples" / "cuda_project_fixed"
+    names = {p.name for p in SAMPLE.iterdir() if p.is_file()}
+    assert names == {p.name for p in fixed.iterdir() if p.is_file()}
+    changed = {n for n in names if (SAMPLE / n).read_text() != (fixed / n).read_text()}
+    assert changed == {"README.md", "train.py", "tinylm.py", "generate.py"}, changed
+    before, after = scan(SAMPLE).counts(), scan(fixed).counts()
+    fixed_rules = {"cuda-amp", "dynamic-shape-op", "growing-cache", "view-offset-in-loop", "tensor-condition"}
+    assert all(before.get(r, 0) > 0 and after.get(r, 0) == 0 for r in fixed_rules), (before, after)
+    assert after.get("host-sync-in-loop", 0) == before["host-sync-in-loop"] - 1
+    untouched = {r: n for r, n in before.items() if r not in fixed_rules | {"host-sync-in-loop"}}
+    assert all(after.get(r, 0) == n for r, n in untouched.items()), (before, after)
