@@ -286,3 +286,27 @@ def test_the_chapters_kernel_tabs_are_the_package_kernels() -> None:
         for function in plain(block).strip().split("\n\n\n"):
             assert function.strip() in plain(source), function[:80]
     assert ":sync: cuda" in tabs.group(1) and ":sync: tpu" in tabs.group(1) and ":sync: neuron" in tabs.group(1)
+
+
+def test_report_tables_render_each_result_and_reject_bad_input() -> None:
+    from xlaport.kernels import errors_table, losses_table, races_table
+
+    t = errors_table({"rmsnorm_y": 1.5e-7, "matmul": 3e-5}).data.splitlines()
+    assert t[0] == "| result | max \\|error\\| vs PyTorch |"
+    assert t[2:] == ["| rmsnorm_y | 1.50e-07 |", "| matmul | 3.00e-05 |"]
+    races = {
+        "rmsnorm_bwd/parallel": {"races": True, "dw_error": float("nan"), "messages": ["a", "b"]},
+        "matmul/arbitrary": {"races": False, "error": 2e-6, "messages": []},
+    }
+    r = races_table(races).data.splitlines()
+    assert r[2:] == ["| rmsnorm_bwd/parallel | True | nan | 2 |", "| matmul/arbitrary | False | 2.00e-06 | 0 |"]
+    losses = losses_table({"plain": [2.0, 1.5], "ported": [2.0, 1.25]}).data.splitlines()
+    assert losses[0] == "| model | step 1 | step 2 |"
+    assert losses[3] == "| ported | 2.000000 | 1.250000 |"
+    for call, match in (
+        (lambda: errors_table({}), "errors_table"),
+        (lambda: races_table({"x": {"races": True}}), "lacks"),
+        (lambda: losses_table({"a": [1.0], "b": [1.0, 2.0]}), "same"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            call()

@@ -23,12 +23,15 @@ __all__ = [
     "RMSNorm",
     "Sizes",
     "backend",
+    "errors_table",
     "interpret_params",
     "lines_of_code",
+    "losses_table",
     "matmul_bias_relu",
     "pallas_op",
     "pallas_report",
     "race_report",
+    "races_table",
     "rmsnorm",
     "triton_report",
     "xla_fusions",
@@ -43,6 +46,9 @@ _LAZY = {
     "interpret_params": "_jax",
     "Sizes": "report",
     "lines_of_code": "report",
+    "errors_table": "report",
+    "losses_table": "report",
+    "races_table": "report",
     "pallas_report": "report",
     "race_report": "report",
     "triton_report": "report",
@@ -54,7 +60,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from .bridge import backend, pallas_op
     from .fusion import xla_fusions
     from .ops import RMSNorm, matmul_bias_relu, rmsnorm
-    from .report import Sizes, lines_of_code, pallas_report, race_report, triton_report
+    from .report import (
+        Sizes,
+        errors_table,
+        lines_of_code,
+        losses_table,
+        pallas_report,
+        race_report,
+        races_table,
+        triton_report,
+    )
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

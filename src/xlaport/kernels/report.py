@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,16 @@ import torch
 from ..validate import integer
 from . import _jax
 
-__all__ = ["Sizes", "triton_report", "pallas_report", "race_report", "lines_of_code"]
+__all__ = [
+    "Sizes",
+    "errors_table",
+    "lines_of_code",
+    "losses_table",
+    "pallas_report",
+    "race_report",
+    "races_table",
+    "triton_report",
+]
 
 _HERE = Path(__file__).resolve().parent
 
@@ -181,3 +191,45 @@ def lines_of_code() -> dict[str, dict[str, int]]:
             "Pallas": _code_lines(pal, ("_matmul_kernel", "matmul_bias_relu")),
         },
     }
+
+
+def errors_table(errors: Mapping[str, float]) -> Any:
+    """The errors of :func:`triton_report` (its ``errors``) or :func:`pallas_report` as a markdown table:
+    one row per result, its max abs error against PyTorch."""
+    from ..notebook import markdown_table
+
+    if not isinstance(errors, Mapping) or not errors:
+        raise ValueError("errors_table() needs a non-empty mapping of result name -> max abs error")
+    return markdown_table(
+        [(name, f"{float(err):.2e}") for name, err in errors.items()], ["result", "max |error| vs PyTorch"]
+    )
+
+
+def races_table(races: Mapping[str, Mapping[str, Any]]) -> Any:
+    """What :func:`race_report` found, as a markdown table: per case the detector's verdict, the max abs error
+    against PyTorch and how many lines the detector printed."""
+    from ..notebook import markdown_table
+
+    if not isinstance(races, Mapping) or not races:
+        raise ValueError("races_table() needs race_report()'s non-empty mapping of case -> result")
+    rows = []
+    for case, r in races.items():
+        err = r.get("dw_error", r.get("error")) if isinstance(r, Mapping) else None
+        if err is None or "races" not in r:
+            raise ValueError(f"races_table(): case {case!r} lacks 'races' and 'dw_error' or 'error'")
+        rows.append((case, bool(r["races"]), f"{float(err):.2e}", len(r.get("messages", []))))
+    return markdown_table(rows, ["case", "races", "max |error|", "detector lines"])
+
+
+def losses_table(losses: Mapping[str, Sequence[float]]) -> Any:
+    """Training losses per step of models trained side by side (name -> loss per step) as a markdown table."""
+    from ..notebook import markdown_table
+
+    if not isinstance(losses, Mapping) or not losses:
+        raise ValueError("losses_table() needs a non-empty mapping of model name -> losses per step")
+    steps = {len(v) for v in losses.values()}
+    if len(steps) != 1 or 0 in steps:
+        raise ValueError("losses_table(): every model needs the same, non-zero number of steps")
+    n = steps.pop()
+    rows = [(name, *(f"{float(v):.6f}" for v in ls)) for name, ls in losses.items()]
+    return markdown_table(rows, ["model", *(f"step {i + 1}" for i in range(n))])
