@@ -15,9 +15,11 @@ import torch
 from conftest import Runner
 from xlaport.recompile import (
     RecompileMonitor,
+    StepRecord,
     describe_key_change,
     parse_reason,
     shape_key,
+    step_costs,
 )
 
 
@@ -293,6 +295,39 @@ def test_reports_table_rows_plot() -> None:
     plt.close("all")
     mon.reset()
     assert mon.records == [] and mon.summary().steps == 0
+
+
+def _pass(name: str, walls: list[float], compiled: list[bool]) -> RecompileMonitor:
+    mon = RecompileMonitor(name, source="dynamo")
+    mon.records[:] = [StepRecord(i, w, int(c), None, "dynamo") for i, (w, c) in enumerate(zip(walls, compiled))]
+    return mon
+
+
+def test_step_costs_prices_a_compiling_step_against_the_best_cached_pass() -> None:
+    storm = _pass("storm", [3.0, 1.0, 0.002, 2.0], [True, True, False, True])
+    cached = [_pass("p2", [0.004, 0.002, 0.003], [False] * 3), _pass("p3", [0.001, 0.002, 0.009], [False] * 3)]
+    cost = step_costs(storm, cached)
+    assert cost.first_compile_s == 3.0 and cost.compile_step_s == 2.0  # median of the compiling steps only
+    assert cost.pass_medians_s == (0.003, 0.002) and cost.cached_s == 0.002  # the best pass's median
+    assert cost.ratio == pytest.approx(1000) and cost.first_ratio == pytest.approx(1500)
+    assert str(cost).splitlines() == [
+        "compiling step (median) 2.00 s, cached step 2.00 ms (pass medians 3.00, 2.00 ms): 1000x",
+        "first step 3.00 s: 1500x a cached step",
+    ]
+
+
+def test_step_costs_rejects_what_it_cannot_price() -> None:
+    cached = [_pass("p2", [0.002], [False])]
+    with pytest.raises(ValueError, match="did not compile"):
+        step_costs(_pass("no", [1.0, 2.0], [False, True]), cached)
+    with pytest.raises(ValueError, match="did not compile"):
+        step_costs(_pass("empty", [], []), cached)
+    with pytest.raises(ValueError, match="at least one cached pass"):
+        step_costs(_pass("storm", [1.0], [True]), [])
+    with pytest.raises(ValueError, match="at least one cached pass"):
+        step_costs(_pass("storm", [1.0], [True]), [_pass("empty", [], [])])
+    with pytest.raises(ValueError, match="RecompileMonitor"):
+        step_costs("storm", cached)  # type: ignore[arg-type]
 
 
 # ------------------------------------------------------------------ persistent-cache check (argument handling)

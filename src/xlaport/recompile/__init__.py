@@ -13,12 +13,14 @@ from __future__ import annotations
 from .monitor import (
     CompileEvent,
     RecompileMonitor,
+    StepCosts,
     StepRecord,
     Summary,
     Verdict,
     describe_key_change,
     parse_reason,
     shape_key,
+    step_costs,
 )
 
 __all__ = [
@@ -26,6 +28,8 @@ __all__ = [
     "StepRecord",
     "Summary",
     "Verdict",
+    "StepCosts",
+    "step_costs",
     "CompileEvent",
     "shape_key",
     "parse_reason",

@@ -64,6 +64,8 @@ __all__ = [
     "CompileEvent",
     "Summary",
     "Verdict",
+    "StepCosts",
+    "step_costs",
     "shape_key",
     "describe_key_change",
     "parse_reason",
@@ -258,6 +260,55 @@ class Summary:
             + (", Dynamo recompile limit hit" if self.recompile_limit_hit else "")
             + f" | {self.verdict}"
         )
+
+
+@dataclass(frozen=True)
+class StepCosts:
+    """What a compiling step costs against a cached one, from one pass that compiled and passes that did not.
+
+    ``cached_s`` is the best (smallest) of the cached passes' median steps, as ``timeit`` takes the best of its
+    repeats: a slower pass means something else used the CPU, not that the step got dearer.
+    """
+
+    first_compile_s: float
+    compile_step_s: float
+    pass_medians_s: tuple[float, ...]
+    cached_s: float
+
+    @property
+    def ratio(self) -> float:
+        """The median compiling step over a cached step."""
+        return self.compile_step_s / self.cached_s
+
+    @property
+    def first_ratio(self) -> float:
+        """The first step (it compiles) over a cached step."""
+        return self.first_compile_s / self.cached_s
+
+    def __str__(self) -> str:
+        medians = ", ".join(f"{m * 1e3:.2f}" for m in self.pass_medians_s)
+        return (
+            f"compiling step (median) {self.compile_step_s:.2f} s, cached step {self.cached_s * 1e3:.2f} ms "
+            f"(pass medians {medians} ms): {self.ratio:.0f}x\n"
+            f"first step {self.first_compile_s:.2f} s: {self.first_ratio:.0f}x a cached step"
+        )
+
+
+def step_costs(compiling: RecompileMonitor, cached: Sequence[RecompileMonitor]) -> StepCosts:
+    """Price a compiling step against a cached one: ``compiling`` is a pass whose first step compiled, ``cached``
+    are passes over the same shapes (their steps need not be free of compiles, but should be)."""
+    if not isinstance(compiling, RecompileMonitor) or not all(isinstance(m, RecompileMonitor) for m in cached):
+        raise ValueError("step_costs() takes a RecompileMonitor and a sequence of RecompileMonitors")
+    compiled = [r.wall_s for r in compiling.records if r.compiled]
+    if not compiling.records or not compiling.records[0].compiled:
+        raise ValueError(f"step_costs(): the first step of {compiling.name!r} did not compile")
+    if not cached or any(not m.records for m in cached):
+        raise ValueError("step_costs() needs at least one cached pass, each with at least one step")
+    medians = tuple(statistics.median(r.wall_s for r in m.records) for m in cached)
+    best = min(medians)
+    if best <= 0:
+        raise ValueError(f"step_costs(): a cached pass's median step took {best} s")
+    return StepCosts(compiling.records[0].wall_s, statistics.median(compiled), medians, best)
 
 
 _SOURCES: tuple[str, ...] = ("auto", "xla", "torch_tpu", "dynamo")
