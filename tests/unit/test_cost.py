@@ -405,3 +405,65 @@ def test_cli_breakeven_and_chips(capsys: pytest.CaptureFixture[str]) -> None:
 def test_cli_help(sub: str, capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, _ = _run(["cost", sub, "--help"], capsys)
     assert rc == 0 and "usage:" in out
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables a chapter displays
+
+
+def test_chip_table_has_a_row_per_chip_with_evidence_markers() -> None:
+    lines = cost.chip_table().data.splitlines()
+    assert (
+        lines[0]
+        == "| chip | dense BF16 TFLOP/s | HBM | USD/chip-hour on_demand | USD/chip-hour 1yr | USD/chip-hour 3yr |"
+    )
+    assert len(lines) == 2 + len(cost.chip_names())
+    v6e = cost.chip("tpu_v6e")
+    row = next(ln for ln in lines if ln.startswith(f"| {v6e.name} |"))
+    assert f"{v6e.usd_per_chip_hour('1yr'):.2f} [{v6e.price_fact('1yr').evidence}]" in row
+    assert f"{v6e.peak_bf16_flop_per_s / 1e12:,.0f} [" in row
+
+
+def _profile() -> tuple[float, cost.Side, cost.Side, cost.Migration]:
+    current = cost.Side("h100_sxm", 3.0, 0.4, 0.8)
+    proposed = cost.Side("tpu_v6e", 1.5, 0.3, 0.8)
+    m = cost.Migration(
+        kernels=2,
+        person_weeks_per_kernel=3,
+        port_person_weeks=4,
+        validation_person_weeks=2,
+        usd_per_person_week=5000,
+        team_size=3,
+        velocity_loss=0.2,
+        disruption_weeks=5,
+    )
+    return 1e21, current, proposed, m
+
+
+def test_decision_table_shows_each_profile_and_its_verdict() -> None:
+    flop, current, proposed, m = _profile()
+    d = cost.decide(flop, current, proposed, m, 24)
+    never = cost.decide(flop, current, cost.Side("tpu_v6e", 100.0, 0.3, 0.8), m, 24)
+    p = cost.break_even_current_usd_per_chip_hour(flop, current, proposed, m, 24)
+    lines = cost.decision_table({"A": d, "B": never}, {"A": p, "B": 1.0}, {"A": m, "B": m}).data.splitlines()
+    assert lines[0] == "|  | A | B |"
+    assert f"| one-time cost (USD) | {d.one_time_usd:,.0f} | {never.one_time_usd:,.0f} |" in lines
+    assert f"| break-even (months) | {d.break_even_months:.1f} | never |" in lines
+    assert f"| verdict | {'MIGRATE' if d.migrate else 'STAY'} | STAY |" in lines
+    assert f"| staying wins below (USD per current chip-hour) | {p:.2f} | 1.00 |" in lines
+    assert any(ln.startswith("| net over 24 months (USD) |") for ln in lines)
+    with pytest.raises(ValueError, match="Decision"):
+        cost.decision_table({})
+    with pytest.raises(ValueError, match="same names"):
+        cost.decision_table({"A": d}, {"B": p})
+
+
+def test_sensitivity_table_has_a_row_per_sensitivity_row() -> None:
+    flop, current, proposed, m = _profile()
+    rows = cost.sensitivity(flop, current, proposed, m, 24)
+    lines = cost.sensitivity_table(rows).data.splitlines()
+    assert len(lines) == 2 + len(rows)
+    assert lines[2].startswith("| baseline | x1 |  |")
+    assert f"{rows[0]['net_over_horizon_usd']:,.0f}" in lines[2]
+    with pytest.raises(ValueError, match="sensitivity"):
+        cost.sensitivity_table([{"input": "x"}])

@@ -19,10 +19,12 @@ from .breakeven import (
     break_even_current_usd_per_chip_hour,
     break_even_months,
     decide,
+    decision_table,
     monthly_compute_usd,
     one_time_usd,
     relative_rounding,
     sensitivity,
+    sensitivity_table,
 )
 from .facts import (
     DATA_FILE,
@@ -31,6 +33,7 @@ from .facts import (
     Fact,
     chip,
     chip_names,
+    chip_table,
     claim,
     claim_rows,
     claims,
@@ -90,4 +93,7 @@ __all__ = [
     "sensitivity",
     "break_even_current_usd_per_chip_hour",
     "relative_rounding",
+    "chip_table",
+    "decision_table",
+    "sensitivity_table",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -20,6 +21,8 @@ __all__ = [
     "break_even_current_usd_per_chip_hour",
     "relative_rounding",
     "sensitivity",
+    "decision_table",
+    "sensitivity_table",
 ]
 
 
@@ -248,3 +251,79 @@ def sensitivity(
             }
         )
     return rows
+
+
+def _months(x: float) -> str:
+    return "never" if math.isinf(x) else f"{x:.1f}"
+
+
+def decision_table(
+    decisions: Mapping[str, Decision],
+    break_even_usd_per_chip_hour: Mapping[str, float] | None = None,
+    migrations: Mapping[str, Migration] | None = None,
+) -> Any:
+    """Decisions of :func:`decide` side by side as a markdown table: one column per name (a profile), one row per
+    quantity; with ``break_even_usd_per_chip_hour`` (from :func:`break_even_current_usd_per_chip_hour`) the price
+    below which staying wins, with ``migrations`` the person-weeks behind the one-time cost."""
+    from ..notebook import markdown_table
+
+    if (
+        not isinstance(decisions, Mapping)
+        or not decisions
+        or not all(isinstance(d, Decision) for d in decisions.values())
+    ):
+        raise ValueError("decision_table() needs a non-empty mapping of name -> Decision (from cost.decide)")
+    for what, extra in (("break_even_usd_per_chip_hour", break_even_usd_per_chip_hour), ("migrations", migrations)):
+        if extra is not None and set(extra) != set(decisions):
+            raise ValueError(f"decision_table(): {what} needs the same names as decisions: {sorted(decisions)}")
+    ds = list(decisions.values())
+    rows: list[list[Any]] = [
+        ["compute per month, now (USD)", *(f"{d.current_monthly_usd:,.0f}" for d in ds)],
+        ["compute per month, after (USD)", *(f"{d.proposed_monthly_usd:,.0f}" for d in ds)],
+        ["ongoing engineering per month (USD)", *(f"{d.ongoing_usd_per_month:,.0f}" for d in ds)],
+        ["one-time cost (USD)", *(f"{d.one_time_usd:,.0f}" for d in ds)],
+    ]
+    if migrations is not None:
+        ms = [migrations[k] for k in decisions]
+        rows.append(["one-time: person-weeks of work", *(f"{m.engineering_person_weeks:.0f}" for m in ms)])
+        rows.append(["one-time: person-weeks of lost velocity", *(f"{m.lost_velocity_person_weeks:.0f}" for m in ms)])
+    rows += [
+        ["saving per month (USD)", *(f"{d.monthly_saving_usd:,.0f}" for d in ds)],
+        ["break-even (months)", *(_months(d.break_even_months) for d in ds)],
+        *(
+            [
+                [
+                    f"net over {ds[0].horizon_months:g} months (USD)",
+                    *(f"{d.net_over_horizon_usd:,.0f}" for d in ds),
+                ]
+            ]
+            if len({d.horizon_months for d in ds}) == 1
+            else [["net over the horizon (USD)", *(f"{d.net_over_horizon_usd:,.0f}" for d in ds)]]
+        ),
+        ["verdict", *("MIGRATE" if d.migrate else "STAY" for d in ds)],
+    ]
+    if break_even_usd_per_chip_hour is not None:
+        prices = [break_even_usd_per_chip_hour[k] for k in decisions]
+        rows.append(["staying wins below (USD per current chip-hour)", *(f"{p:.2f}" for p in prices)])
+    return markdown_table(rows, ["", *decisions])
+
+
+def sensitivity_table(rows: Sequence[Mapping[str, Any]]) -> Any:
+    """The rows of :func:`sensitivity` as a markdown table: input, factor, the input's new value, the net over
+    the horizon and the break-even month."""
+    from ..notebook import markdown_table
+
+    keys = ("input", "factor", "value", "net_over_horizon_usd", "break_even_months")
+    if not rows or any(not isinstance(r, Mapping) or any(k not in r for k in keys) for r in rows):
+        raise ValueError("sensitivity_table() needs the non-empty rows of cost.sensitivity()")
+    out = [
+        (
+            r["input"],
+            f"x{r['factor']:g}",
+            "" if r["input"] == "baseline" else f"{r['value']:,.4g}",
+            f"{r['net_over_horizon_usd']:,.0f}",
+            _months(r["break_even_months"]),
+        )
+        for r in rows
+    ]
+    return markdown_table(out, ["input", "factor", "value", "net over the horizon (USD)", "break-even month"])

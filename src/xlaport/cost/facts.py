@@ -28,6 +28,7 @@ __all__ = [
     "hours_per_month",
     "reference_rows",
     "claim_rows",
+    "chip_table",
     "parse_fact",
 ]
 
@@ -244,3 +245,19 @@ def claim_rows() -> list[dict[str, Any]]:
         }
         for k, f in _claims().items()
     ]
+
+
+def chip_table() -> Any:
+    """Every chip in the data file as a markdown table: dense BF16 TFLOP/s, HBM and the price per chip-hour for
+    each term in :data:`PRICE_TERMS`, each with its evidence marker in brackets (``-`` where none is published)."""
+    from ..notebook import markdown_table
+
+    rows = []
+    for name in chip_names():
+        c = chip(name)
+        peak, hbm = c.facts["peak_bf16_dense"], c.facts["hbm"]
+        prices = [
+            f"{c.usd_per_chip_hour(t):.2f} [{c.price_fact(t).evidence}]" if c.has_price(t) else "-" for t in PRICE_TERMS
+        ]
+        rows.append((c.name, f"{peak.value / 1e12:,.0f} [{peak.evidence}]", f"{hbm.value:g} {hbm.unit}", *prices))
+    return markdown_table(rows, ["chip", "dense BF16 TFLOP/s", "HBM", *(f"USD/chip-hour {t}" for t in PRICE_TERMS)])
