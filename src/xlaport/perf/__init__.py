@@ -13,6 +13,7 @@ Modules (torch is imported only when a trace runs):
 - :mod:`~xlaport.perf.estimate`: load a model (``module:factory``, a transformers config), trace, estimate every chip.
 - :mod:`~xlaport.perf.bench`: this CPU measured, and predicted vs measured step times on it.
 - :mod:`~xlaport.perf.claims`: the launch figures in the data file checked against physics.
+- :mod:`~xlaport.perf.report`: the results above as table rows for a notebook or a report.
 
 ``xlaport estimate`` is the command line.
 """
@@ -57,6 +58,14 @@ _EXPORTS = {
     "flux_claim": "claims",
     "qwen3_mfu_claim": "claims",
     "price_claim": "claims",
+    "regimes_table": "report",
+    "estimate_table": "report",
+    "decode_table": "report",
+    "validation_table": "report",
+    "flux_table": "report",
+    "qwen_table": "report",
+    "price_table": "report",
+    "step_summary": "report",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,0 +1,188 @@
+"""Tables of the performance estimate's results, as rows of display strings (torch-free).
+
+Each function takes what :mod:`xlaport.perf` returns and gives rows a notebook renders with
+:func:`xlaport.notebook.markdown_table` (or a report writes out), so a chapter never lays out columns by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "regimes_table",
+    "estimate_table",
+    "decode_table",
+    "validation_table",
+    "flux_table",
+    "qwen_table",
+    "price_table",
+    "step_summary",
+]
+
+
+def _rows(rows: Iterable[Any], what: str) -> list[Any]:
+    out = list(rows) if not isinstance(rows, (str, bytes, Mapping)) else []
+    if not out:
+        raise ValueError(f"{what} needs at least one row")
+    return out
+
+
+def _need(row: Mapping[str, Any], keys: Sequence[str], what: str) -> None:
+    if not isinstance(row, Mapping):
+        raise ValueError(f"{what}: a row must be a dict, got {type(row).__name__}")
+    missing = [k for k in keys if k not in row]
+    if missing:
+        raise ValueError(f"{what}: a row lacks {missing[0]!r}")
+
+
+def regimes_table(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """:func:`xlaport.perf.regimes` rows: calls, intensity, bound and unfused time per op class, with each class's
+    share of the unfused total."""
+    table = _rows(rows, "regimes_table()")
+    for r in table:
+        _need(r, ("op_class", "calls", "intensity", "bound", "seconds"), "regimes_table()")
+    total = sum(r["seconds"] for r in table)
+    return [
+        {
+            "op class": r["op_class"],
+            "calls": f"{r['calls']:,}",
+            "FLOP/B": f"{r['intensity']:.1f}",
+            "bound": r["bound"],
+            "ms unfused": f"{r['seconds'] * 1e3:.1f}",
+            "share": f"{r['seconds'] / total:.0%}" if total > 0 else "n/a",
+        }
+        for r in table
+    ]
+
+
+def estimate_table(est: Any) -> list[dict[str, str]]:
+    """An :class:`~xlaport.perf.estimate.Estimate`: per chip the chips used, the step's band (fused and overlapped
+    .. unfused), the bound at the fast end, the MFU band and the price per million tokens (where priced)."""
+    chips = getattr(est, "chips", None)
+    if chips is None:
+        raise ValueError(f"estimate_table() takes an Estimate, got {type(est).__name__}")
+    out = []
+    for c in _rows(chips, "estimate_table()"):
+        r = c.row()
+        mtok = r.get("usd_per_million_tokens")
+        out.append(
+            {
+                "chip": r["chip"],
+                "chips": str(r["chips"]),
+                "step (ms)": f"{r['step_s'][0] * 1e3:.0f}–{r['step_s'][1] * 1e3:.0f}",
+                "bound": r["low_bound"],
+                "MFU": f"{r['mfu'][0]:.0%}–{r['mfu'][1]:.0%}",
+                "$ per M tokens": f"{mtok[0]:.3f}–{mtok[1]:.3f}" if mtok else "no price",
+            }
+        )
+    return out
+
+
+def decode_table(sweep: Iterable[Any], chip: str = "the chip") -> list[dict[str, str]]:
+    """:func:`xlaport.perf.decode_sweep` steps: tokens per second, bound and whether the batch's weights and KV
+    cache fit ``chip``."""
+    out = []
+    for st in _rows(sweep, "decode_table()"):
+        if not hasattr(st, "tokens_per_s"):
+            raise ValueError(f"decode_table() takes DecodeStep rows, got {type(st).__name__}")
+        out.append(
+            {
+                "batch": f"{st.batch:,}",
+                "tokens/s": f"{st.tokens_per_s:,.0f}",
+                "bound": st.bound,
+                f"fits {chip}": "yes" if st.fits else "no",
+            }
+        )
+    return out
+
+
+def validation_table(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """Predicted against measured step times (:func:`xlaport.perf.validate` rows, or a committed record's
+    summary): the case, its bound, both times and the prediction's error."""
+    out = []
+    for r in _rows(rows, "validation_table()"):
+        _need(r, ("case", "bound", "predicted_s", "measured_s", "error"), "validation_table()")
+        out.append(
+            {
+                "case": r["case"],
+                "bound": r["bound"],
+                "predicted": f"{r['predicted_s'] * 1e3:.2f} ms",
+                "measured": f"{r['measured_s'] * 1e3:.2f} ms",
+                "error": f"{r['error']:+.0%}",
+            }
+        )
+    return out
+
+
+def flux_table(rows: Iterable[Mapping[str, Any]], claimed_ms: float) -> list[dict[str, str]]:
+    """:func:`xlaport.perf.flux_claim` rows against a claimed step time: the step's FLOPs, the v6e floor, and the
+    MFU the claim implies (flagged where the claim is faster than the chip can go)."""
+    if isinstance(claimed_ms, bool) or not isinstance(claimed_ms, (int, float)) or not claimed_ms > 0:
+        raise ValueError(f"flux_table(): claimed_ms must be a positive number, got {claimed_ms!r}")
+    out = []
+    for r in _rows(rows, "flux_table()"):
+        _need(
+            r,
+            ("height", "width", "batch", "flop", "floor_s", "floor_bound", "implied_mfu", "consistent"),
+            "flux_table()",
+        )
+        out.append(
+            {
+                "image": f"{r['height']}x{r['width']}",
+                "batch": str(r["batch"]),
+                "TFLOP": f"{r['flop'] / 1e12:.1f}",
+                "v6e floor": f"{r['floor_s'] * 1e3:.1f} ms ({r['floor_bound']})",
+                f"MFU {claimed_ms:g} ms means": f"{r['implied_mfu']:.0%}"
+                + ("" if r["consistent"] else ": faster than the chip can go"),
+            }
+        )
+    return out
+
+
+def qwen_table(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """:func:`xlaport.perf.qwen3_mfu_claim` rows: FLOPs per token and the tokens per second the claimed MFU means,
+    per chip and in all."""
+    out = []
+    for r in _rows(rows, "qwen_table()"):
+        _need(r, ("seq_len", "flop_per_token", "tokens_per_s_per_chip", "tokens_per_s_total"), "qwen_table()")
+        out.append(
+            {
+                "sequence": f"{r['seq_len']:,}",
+                "GFLOP per token": f"{r['flop_per_token'] / 1e9:.1f}",
+                "tokens/s per chip": f"{r['tokens_per_s_per_chip']:,.0f}",
+                "M tokens/s in all": f"{r['tokens_per_s_total'] / 1e6:,.0f}",
+            }
+        )
+    return out
+
+
+def price_table(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """:func:`xlaport.perf.price_claim`'s ``decode`` rows: tokens per second per chip, whether the batch fits, and
+    how far short of the price's throughput it falls."""
+    out = []
+    for r in _rows(rows, "price_table()"):
+        _need(r, ("batch", "tokens_per_s", "fits", "ratio_needed"), "price_table()")
+        out.append(
+            {
+                "decode batch": f"{r['batch']:,}",
+                "tokens/s per chip": f"{r['tokens_per_s']:,.0f}",
+                "fits": "yes" if r["fits"] else "no",
+                "short of the price": f"{r['ratio_needed']:.1f}x",
+            }
+        )
+    return out
+
+
+def step_summary(step: Any, trace_s: float | None = None) -> str:
+    """Two lines on a traced step (:class:`~xlaport.perf.trace.StepTrace`): parameters, op calls, TFLOPs (and how
+    long the trace took, if given), then the bytes it moves, fused and unfused."""
+    summary = getattr(step, "summary", None)
+    if not callable(summary):
+        raise ValueError(f"step_summary() takes a StepTrace, got {type(step).__name__}")
+    s = summary()
+    traced = "" if trace_s is None else f", traced in {trace_s:.1f} s"
+    return (
+        f"{s['params'] / 1e9:.2f} B parameters, {s['ops']} op calls, {s['flop'] / 1e12:.0f} TFLOP per step{traced}\n"
+        f"bytes per step: {s['bytes_fused'] / 1e9:.0f} GB at least (fused), {s['bytes_unfused'] / 1e9:.0f} GB unfused"
+    )
