@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -119,3 +120,16 @@ def test_estimate_validation_and_claim_tables() -> None:
 def test_bad_input_gets_a_one_line_error(call, message: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_validation_record_reads_the_committed_record_and_refuses_a_broken_one(tmp_path: Path) -> None:
+    committed = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "perf_cpu_validation.json"
+    record = perf.validation_record(committed)
+    assert record is not None and len(perf.validation_table(record["summary"])) == len(record["summary"]) >= 5
+    assert perf.validation_record(tmp_path / "absent.json") is None
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(ValueError, match="is not JSON"):
+        perf.validation_record(tmp_path / "bad.json")
+    (tmp_path / "empty.json").write_text("{}")
+    with pytest.raises(ValueError, match="no 'summary'"):
+        perf.validation_record(tmp_path / "empty.json")

@@ -66,6 +66,7 @@ _EXPORTS = {
     "qwen_table": "report",
     "price_table": "report",
     "step_summary": "report",
+    "validation_record": "report",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -6,7 +6,10 @@ Each function takes what :mod:`xlaport.perf` returns and gives rows a notebook r
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -18,6 +21,7 @@ __all__ = [
     "qwen_table",
     "price_table",
     "step_summary",
+    "validation_record",
 ]
 
 
@@ -186,3 +190,18 @@ def step_summary(step: Any, trace_s: float | None = None) -> str:
         f"{s['params'] / 1e9:.2f} B parameters, {s['ops']} op calls, {s['flop'] / 1e12:.0f} TFLOP per step{traced}\n"
         f"bytes per step: {s['bytes_fused'] / 1e9:.0f} GB at least (fused), {s['bytes_unfused'] / 1e9:.0f} GB unfused"
     )
+
+
+def validation_record(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The committed record of predicted against measured CPU step times (``benchmarks/perf_cpu_validation.py``
+    writes it), or ``None`` where the file is absent (a copy of a notebook outside a checkout)."""
+    p = Path(path)
+    if not p.is_file():
+        return None
+    try:
+        record = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"validation_record(): {p} is not JSON ({e.msg}, line {e.lineno})") from None
+    if not isinstance(record, dict) or not isinstance(record.get("summary"), list):
+        raise ValueError(f"validation_record(): {p} has no 'summary' list of cases")
+    return record
