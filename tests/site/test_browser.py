@@ -384,7 +384,7 @@ def _on_screen(box: dict[str, float] | None) -> bool:
 
 
 @site_only
-@pytest.mark.parametrize("page", ["index.html", "notebooks/recompile_storms.html"])
+@pytest.mark.parametrize("page", ["book/index.html", "notebooks/recompile_storms.html"])
 def test_phone_menu_opens_and_its_links_navigate(browser: Browser, site: str, page: str) -> None:
     """Tap ☰ at phone width: the table of contents opens on screen, and a link in it goes to that page."""
     context = browser.new_context(viewport=PHONE, has_touch=True, is_mobile=True)
@@ -396,8 +396,8 @@ def test_phone_menu_opens_and_its_links_navigate(browser: Browser, site: str, pa
     assert _on_screen(drawer.bounding_box()), f"{page}: the drawer is off screen: {drawer.bounding_box()}"
     link = drawer.locator("a.reference.internal[href*='pricing_math']").first
     assert link.is_visible(), f"{page}: the drawer shows no link to the pricing chapter"
-    link.tap()
-    p.wait_for_load_state("load")
+    with p.expect_navigation():
+        link.tap()
     assert p.url.split("#")[0].endswith("notebooks/pricing_math.html"), f"{page}: the link led to {p.url}"
     context.close()
 
