@@ -171,10 +171,6 @@ def _markdown(text: str) -> Any:
     return Markdown(text)
 
 
-def _cell(value: Any) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ")
-
-
 def markdown_table(
     rows: Iterable[Mapping[str, Any]] | Iterable[Sequence[Any]], columns: Sequence[str] | None = None
 ) -> Any:
@@ -197,9 +193,9 @@ def markdown_table(
         cells = [list(r) for r in table]
         if any(len(r) != len(cols) for r in cells):
             raise ValueError(f"markdown_table(): every row needs {len(cols)} values, one per column")
-    lines = ["| " + " | ".join(_cell(c) for c in cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in cells]
-    return _markdown("\n".join(lines))
+    from .text import table_lines
+
+    return _markdown(table_lines(cols, cells))
 
 
 def scratch_copy(folder: str | os.PathLike[str], prefix: str = "xlaport-") -> Path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 __all__ = ["plural", "sci", "is_exact_zero_in_e", "by_ratio"]
 
@@ -51,3 +52,15 @@ def by_ratio(ratio: float, above: str, about: str, below: str, tolerance: float 
     if ratio > 1 + tolerance:
         return above
     return about if ratio >= 1 - tolerance else below
+
+
+def table_lines(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A markdown table's text: a header, a rule, one line per row; a ``|`` or newline in a cell is escaped, so a
+    cell never splits (torch-free: the team table and ``xlaport.notebook.markdown_table`` both use it)."""
+
+    def cell(value: object) -> str:
+        return str(value).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(cell(c) for c in columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)

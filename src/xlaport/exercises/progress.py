@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..text import table_lines
 from .common import Check
 
 __all__ = ["Record", "at", "find_config", "read_records", "record", "team_table"]
@@ -129,12 +130,15 @@ def team_table(folder: Path, chapters: tuple[str, ...] | None = None) -> str:
         cell[key] = (status if status == "pass" else r.status, tries + 1)
         last[r.who] = r.when
     head = ["learner", *(f"{c} {n}" for c, n in columns), "last check (UTC)"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    rows: list[list[str]] = []
     for who in people:
         row = [who]
         for col in columns:
             status, tries = cell.get((who, col), ("", 0))
             row.append(f"{status} ({tries})" if tries else "")
         row.append(last[who].replace("T", " ").removesuffix("Z"))
-        lines.append("| " + " | ".join(row) + " |")
-    return "\n".join(lines) + "\n\nEach cell: the latest result (a pass stays a pass) and, in brackets, the tries.\n"
+        rows.append(row)
+    return (
+        table_lines(head, rows)
+        + "\n\nEach cell: the latest result (a pass stays a pass) and, in brackets, the tries.\n"
+    )
