@@ -14,7 +14,10 @@ path, under three conditions:
 The table printed at the end (and written as JSON with ``--json``) gives per chapter: passed or the first line of
 its error, seconds, libtpu loaded or not, connections refused.
 
-    .venv-tpu/bin/python scripts/rehearse_tpu_vm.py [-k STEM] [--json PATH]
+    .venv-tpu/bin/python scripts/rehearse_tpu_vm.py [-k STEM] [--json PATH] [--lock /tmp/nb.lock]
+
+On a shared machine ``--lock PATH`` runs each chapter under ``flock PATH``, so that it never runs beside another
+heavy job that takes the same lock.
 """
 
 from __future__ import annotations
@@ -86,7 +89,7 @@ def chapters() -> list[Path]:
     return list(listed(ROOT))
 
 
-def run_chapter(nb: Path, work: Path, guard_dir: Path, timeout: int) -> dict[str, Any]:
+def run_chapter(nb: Path, work: Path, guard_dir: Path, timeout: int, lock: str | None = None) -> dict[str, Any]:
     log = Path(tempfile.mkdtemp(prefix="rehearsal-log-"))
     env = {
         **os.environ,
@@ -97,6 +100,8 @@ def run_chapter(nb: Path, work: Path, guard_dir: Path, timeout: int) -> dict[str
     }
     out = work / nb.name
     argv = [sys.executable, "-m", "papermill", str(nb), str(out), "--cwd", str(nb.parent), "-k", "python3"]
+    if lock:
+        argv = ["flock", lock, *argv]
     start = time.perf_counter()
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
@@ -104,6 +109,8 @@ def run_chapter(nb: Path, work: Path, guard_dir: Path, timeout: int) -> dict[str
     except subprocess.TimeoutExpired:
         ok, err = False, f"timed out after {timeout} s"
     seconds = time.perf_counter() - start
+    if lock:  # time spent waiting for the lock is not the chapter's: papermill records each cell's duration
+        seconds = _executed_seconds(out, seconds)
     records = [json.loads(p.read_text()) for p in log.glob("*.json")]
     return {
         "chapter": nb.stem,
@@ -114,6 +121,30 @@ def run_chapter(nb: Path, work: Path, guard_dir: Path, timeout: int) -> dict[str
         "connections_refused": sum(r["n_refused"] for r in records),
         "processes": len(records),
     }
+
+
+def environment() -> dict[str, str]:
+    """Python and the versions of the packages that make this environment a TPU VM's (read from their metadata)."""
+    import importlib.metadata
+    import platform
+
+    env = {"python": platform.python_version()}
+    for dist in ("torch", "torch_tpu", "libtpu", "transformers", "numpy"):
+        try:
+            env[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            env[dist] = "not installed"
+    return env
+
+
+def _executed_seconds(out: Path, default: float) -> float:
+    """The chapter's own run time: the sum of papermill's per-cell durations in the executed copy."""
+    try:
+        nb = json.loads(out.read_text())
+    except (OSError, ValueError):
+        return default
+    durations = [c.get("metadata", {}).get("papermill", {}).get("duration") for c in nb.get("cells", [])]
+    return float(sum(d for d in durations if isinstance(d, (int, float)))) or default
 
 
 def _first_error(stderr: str) -> str:
@@ -129,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-k", dest="only", default=None, help="run only chapters whose name contains this")
     p.add_argument("--timeout", type=int, default=1800, help="seconds per chapter")
     p.add_argument("--json", default=None, metavar="PATH")
+    p.add_argument("--lock", default=None, metavar="PATH", help="run each chapter under flock PATH")
     args = p.parse_args(argv)
     if os.environ.get(SWITCH) != "0":
         print(f"error: set {SWITCH}=0 before Python starts (make rehearse-tpu-vm does)", file=sys.stderr)
@@ -145,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.only and args.only not in nb.stem:
             continue
         print(f"== {nb.stem}", file=sys.stderr, flush=True)
-        rows.append(run_chapter(nb, work, guard_dir, args.timeout))
+        rows.append(run_chapter(nb, work, guard_dir, args.timeout, args.lock))
     print(f"{'chapter':26} {'result':7} {'s':>7} {'libtpu':>6} {'refused':>7}  error")
     for r in rows:
         print(
@@ -153,7 +185,13 @@ def main(argv: list[str] | None = None) -> int:
             f"{'YES' if r['libtpu_loaded'] else 'no':>6} {r['connections_refused']:>7}  {r['error']}"
         )
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+        record = {
+            "date": time.strftime("%Y-%m-%d", time.gmtime()),
+            "environment": environment(),
+            "conditions": f"{SWITCH}=0, XLAPORT_TARGET=auto, sockets blocked except loopback",
+            "chapters": rows,
+        }
+        Path(args.json).write_text(json.dumps(record, indent=1) + "\n")
     bad = [r for r in rows if not r["passed"] or r["libtpu_loaded"]]
     print(f"{len(rows) - len(bad)} of {len(rows)} chapters ran on the CPU path without libtpu")
     return 1 if bad else 0

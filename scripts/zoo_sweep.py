@@ -8,6 +8,7 @@ the registry at a time so that no single command holds a shared machine for long
     python scripts/zoo_sweep.py --target tpu --out /tmp/zoo.json
     python scripts/zoo_sweep.py --rerun vit --why "..."  # re-run some models, replace their rows in the record
     flock /tmp/xlaport-heavy.lock ...                  # on a shared machine, wrap each chunk (--lock PATH does it)
+    python scripts/zoo_sweep.py --parts /tmp/zoo-parts  # resumable: each chunk kept there, a rerun skips it
 
 The recorded wall time is the sum of the chunks' own wall times (each includes its processes' start-up).
 """
@@ -31,7 +32,13 @@ from xlaport.zoo import FAMILIES, SweepResult, names  # noqa: E402
 OUT = ROOT / "src" / "xlaport" / "reference" / "data" / "zoo-sweep.json"
 
 
-def run_chunk(target: str, models: tuple[str, ...], lock: str | None, extra: list[str]) -> SweepResult:
+def run_chunk(
+    target: str, models: tuple[str, ...], lock: str | None, extra: list[str], keep: Path | None = None
+) -> SweepResult:
+    """Run ``models`` on ``target`` in one ``xlaport zoo`` command; with ``keep``, reuse (or save) its result there."""
+    if keep is not None and keep.exists():
+        print(f"== {target}: {', '.join(models)} (kept in {keep})", file=sys.stderr, flush=True)
+        return SweepResult.from_dict(json.loads(keep.read_text()))
     fd, path = tempfile.mkstemp(suffix=".json")
     os.close(fd)
     argv = [sys.executable, "-m", "xlaport.cli", "zoo", "--target", target, "--json", path, *extra]
@@ -44,7 +51,11 @@ def run_chunk(target: str, models: tuple[str, ...], lock: str | None, extra: lis
     print(f"== {target}: {', '.join(models)}", file=sys.stderr, flush=True)
     try:
         subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env={**os.environ, "PJRT_DEVICE": "CPU"})
-        return SweepResult.from_dict(json.loads(Path(path).read_text()))
+        text = Path(path).read_text()
+        if keep is not None:
+            keep.parent.mkdir(parents=True, exist_ok=True)
+            keep.write_text(text)
+        return SweepResult.from_dict(json.loads(text))
     finally:
         os.unlink(path)
 
@@ -63,6 +74,12 @@ def main() -> int:
         help="re-run only these models (each in its own process) and replace their rows in --out",
     )
     p.add_argument("--why", default="", help="with --rerun: why these rows were re-run (kept in the record)")
+    p.add_argument(
+        "--parts",
+        default=None,
+        metavar="DIR",
+        help="keep each chunk's result in DIR and reuse the ones already there (an interrupted sweep resumes)",
+    )
     args, extra = p.parse_known_args()
     targets = args.target or ["tpu", "neuron"]
     if args.rerun:
@@ -72,7 +89,8 @@ def main() -> int:
         for family in FAMILIES:
             models = names(family)
             if models:
-                parts.append(run_chunk(target, models, args.lock, extra))
+                keep = Path(args.parts) / f"{target}-{family}.json" if args.parts else None
+                parts.append(run_chunk(target, models, args.lock, extra, keep))
     merged = SweepResult.merge(parts)
     data = merged.as_dict()
     data["recorded"] = {

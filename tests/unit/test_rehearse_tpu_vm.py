@@ -50,3 +50,17 @@ def test_it_refuses_to_run_without_the_switch(
 def test_errors_are_summarised_in_one_line() -> None:
     err = "Traceback...\n  File x\nModuleNotFoundError: No module named 'torch_xla'\n"
     assert rehearse._first_error(err) == "ModuleNotFoundError: No module named 'torch_xla'"
+
+
+def test_a_chapters_seconds_are_its_cells_not_the_wait_for_the_lock(tmp_path: Path) -> None:
+    nb = tmp_path / "ch.ipynb"
+    cells = [{"metadata": {"papermill": {"duration": d}}} for d in (1.5, None, 2.0)]
+    nb.write_text(json.dumps({"cells": cells}))
+    assert rehearse._executed_seconds(nb, 99.0) == 3.5
+    assert rehearse._executed_seconds(tmp_path / "missing.ipynb", 99.0) == 99.0
+
+
+def test_the_environment_names_the_tpu_packages() -> None:
+    env = rehearse.environment()
+    assert set(env) == {"python", "torch", "torch_tpu", "libtpu", "transformers", "numpy"}
+    assert env["torch"] != "not installed"
