@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import datetime
 import json
 import re
 import sys
@@ -201,6 +202,7 @@ def surface(wheel: Path) -> dict[str, Any]:
             "version": version,
             "wheel": wheel.name,
             "sha256": sha256(wheel),
+            "checked": datetime.date.today().isoformat(),  # the day the wheel was read
             "generated_by": "scripts/torch_tpu_api_surface.py",
             "read_from": [PUBLIC_API, DEVICE_MODULE, STREAMS, GLUE_SO],
             **metadata(zf),

@@ -13,7 +13,8 @@ error and its opt-out, the missing-op messages. This script reads each of them f
 without importing torch_tpu** (importing it on a machine without a TPU can start libtpu, which asks a cloud
 metadata server for its topology): Python files are parsed with :mod:`ast` and never executed, the glue
 libraries are read as printable strings (like ``strings -n 6``). Each fact records the file inside the wheel
-it comes from. ``tests/unit/test_torch_tpu_facts.py`` compares the project's data with this file, and this file's
+it comes from, and the file records the day the wheel was read (``checked``, today on every write; ``--check``
+compares everything else). ``tests/unit/test_torch_tpu_facts.py`` compares the project's data with this file, and this file's
 sha256 with the one ``scripts/torch_tpu_ops.py`` recorded, so both describe the same wheel.
 """
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import datetime
 import json
 import re
 import sys
@@ -55,6 +57,8 @@ MISSING_OP_MARKERS = {
 }
 SDPA_FLASH_HEADER = "TorchTPU only supports FLASH_ATTENTION SDPBackend"
 SDPA_DTYPES_RE = re.compile(r"^- inputs are (\w+) or (\w+)")
+SDPA_HEAD_DIM = "- Head dimension (dim - 1) is "
+PRECISION = "torch_tpu/_internal/precision/precision.py"
 
 
 class LayoutChanged(SystemExit):
@@ -378,13 +382,32 @@ def sdpa_flash(zf: zipfile.ZipFile) -> dict[str, Any]:
     strings = glue_strings(zf.read(SDPA_GLUE))
     header = [s for s in strings if s.startswith(SDPA_FLASH_HEADER)]
     dtypes = [m for s in strings if (m := SDPA_DTYPES_RE.match(s))]
-    if len(header) != 1 or len(dtypes) != 1:
-        raise LayoutChanged(SDPA_GLUE, f"SDPA strings: {header} / {[m.string for m in dtypes]}")
+    head_dim = [s for s in strings if s.startswith(SDPA_HEAD_DIM)]
+    if len(header) != 1 or len(dtypes) != 1 or len(head_dim) != 1:
+        raise LayoutChanged(SDPA_GLUE, f"SDPA strings: {header} / {[m.string for m in dtypes]} / {head_dim}")
     return {
         "file": SDPA_GLUE,
         "flash_header": header[0],
         "dtype_condition": dtypes[0].string,
         "flash_dtypes": list(dtypes[0].groups()),
+        "head_dim_condition": head_dim[0],
+    }
+
+
+def precision_graph_break(src: str) -> dict[str, Any]:
+    """The explicit Dynamo graph break at the top of ``torch.tpu.precision`` and its message."""
+    fn = module_function(ast.parse(src), "precision", PRECISION)
+    breaks = calls(fn, "graph_break")
+    if len(breaks) != 1:
+        raise LayoutChanged(PRECISION, f"precision() calls graph_break {len(breaks)} times, expected once")
+    msg = {k.arg: k.value for k in breaks[0].keywords}.get("msg")
+    if msg is None:
+        raise LayoutChanged(PRECISION, "precision()'s graph_break has no msg=")
+    return {
+        "file": PRECISION,
+        "function": "precision",
+        "calls": "torch._dynamo.graph_break",
+        "message": template(msg, PRECISION),
     }
 
 
@@ -405,6 +428,7 @@ def build(wheel: Path) -> dict[str, Any]:
             "legacy_device_apis": legacy_device_apis(read(DEVICE_MODULE), read(ANNOTATIONS)),
             "missing_op": missing_op(zf),
             "sdpa_flash": sdpa_flash(zf),
+            "precision_graph_break": precision_graph_break(read(PRECISION)),
         }
     return {
         "package": PACKAGE,
@@ -412,6 +436,7 @@ def build(wheel: Path) -> dict[str, Any]:
         "wheel": wheel.name,
         "sha256": sha256(wheel),
         "source": f"https://pypi.org/project/{PACKAGE}/{VERSION}/",
+        "checked": datetime.date.today().isoformat(),
         "generated_by": "scripts/torch_tpu_facts.py",
         "method": (
             "The wheel is read as a zip archive; torch_tpu is never imported. Python files are parsed with ast "
@@ -445,8 +470,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
     if args.check:
-        old = args.out.read_text() if args.out.is_file() else ""
-        if old != text:
+        old = json.loads(args.out.read_text()) if args.out.is_file() else {}
+        if {k: v for k, v in old.items() if k != "checked"} != {k: v for k, v in data.items() if k != "checked"}:
             print(f"drift: {args.out} differs from what {wheel.name} gives; rerun without --check", file=sys.stderr)
             return 1
         print(f"ok: {args.out} matches {wheel.name} (sha256 {data['sha256'][:16]}…)")

@@ -32,6 +32,7 @@ so the torch version is recorded too.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import re
 import sys
@@ -143,6 +144,7 @@ def build(wheel: Path) -> dict:
         "wheel": wheel.name,
         "sha256": sha256(wheel),
         "source": f"https://pypi.org/project/{PACKAGE}/{VERSION}/",
+        "checked": datetime.date.today().isoformat(),  # the day the wheel was read
         "generated_by": "scripts/torch_tpu_ops.py",
         "glue_libraries": [f"torch_tpu/csrc/common/glue_{v}/libpywrap_{v}_common.so" for v in glue_versions],
         "per_glue": counts,

@@ -2,7 +2,9 @@
 
 Config ``xlaport_generate`` lists what to make, into the source directory:
 
-* ``reference``: ``book/generated/<page>.md`` for each page of :data:`xlaport.reference.PAGES`;
+* ``reference``: ``book/generated/<page>.md`` for each page of :data:`xlaport.reference.PAGES`, and
+  ``book/generated/facts_checked.md``, the date the data's facts were checked (:mod:`xlaport.reference.freshness`),
+  which the "What changed" page includes;
 * ``flowchart``: ``book/generated/figures/migration.svg``, the home page's migration flowchart;
 * ``curriculum``: the curriculum's session table and the decision brief's band (``scripts/curriculum_pages.py``);
 * ``verified``: ``book/verified.md``, the verified-on page: the committed run records (``verified/*.json``) and this
@@ -55,8 +57,11 @@ def _write(path: Path, text: str) -> Path:
 
 def reference_pages(srcdir: Path) -> list[Path]:
     from xlaport import reference
+    from xlaport.reference import freshness
 
-    return [_write(srcdir / "book" / "generated" / f"{page}.md", reference.render(page)) for page in reference.PAGES]
+    out = srcdir / "book" / "generated"
+    pages = [_write(out / f"{page}.md", reference.render(page)) for page in reference.PAGES]
+    return [*pages, _write(out / "facts_checked.md", freshness.render())]
 
 
 def flowchart(srcdir: Path) -> list[Path]:

@@ -100,3 +100,19 @@ def test_an_unknown_generated_page_fails(tmp_path: Path) -> None:
 def test_build_sources_exist() -> None:
     for name in build_site.SOURCES:
         assert (build_site.ROOT / name).exists(), f"build_site.SOURCES lists {name}, which does not exist"
+
+
+def test_the_reference_kind_writes_when_the_facts_were_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The "What changed" page includes book/generated/facts_checked.md; the extension writes it from the data."""
+    import importlib
+
+    from sphinx_project import EXT
+
+    from xlaport.reference import freshness
+
+    monkeypatch.syspath_prepend(str(EXT))
+    generated = importlib.import_module("xlaport_site.generated")
+    monkeypatch.setattr(reference, "PAGES", ())  # the pages themselves are tested above; op_coverage needs torch_xla
+    made = generated.reference_pages(tmp_path)
+    assert [p.relative_to(tmp_path).as_posix() for p in made] == ["book/generated/facts_checked.md"]
+    assert made[0].read_text(encoding="utf-8") == freshness.render()

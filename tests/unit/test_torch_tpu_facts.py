@@ -148,7 +148,25 @@ def mismatches(
     expect("missing-op message", rule.get("message"), m["prefix"] + "{op}" + m["error_suffix"])
     expect("missing-op warning", rule.get("warning"), m["prefix"] + "{op}" + m["warning_suffix"])
 
-    expect("sdpa-paths flash_dtypes", rules.get("sdpa-paths", {}).get("flash_dtypes"), f["sdpa_flash"]["flash_dtypes"])
+    sdpa = rules.get("sdpa-paths", {})
+    expect("sdpa-paths flash_dtypes", sdpa.get("flash_dtypes"), f["sdpa_flash"]["flash_dtypes"])
+    head = re.search(r"less than (\d+) or divisible by (\d+)$", f["sdpa_flash"]["head_dim_condition"])
+    expect("sdpa head-dim condition has the shape this test reads", bool(head), True)
+    if head:
+        below, multiple = int(head.group(1)), int(head.group(2))
+        expect("sdpa-paths flash_head_dim_below", sdpa.get("flash_head_dim_below"), below)
+        expect("sdpa-paths flash_head_dim_multiple_of", sdpa.get("flash_head_dim_multiple_of"), multiple)
+        expect(
+            "sdpa-paths summary states the head-dim condition",
+            f"head dim < {below} or a multiple of {multiple}" in sdpa.get("summary", ""),
+            True,
+        )
+
+    expect(
+        "precision-graph-break message",
+        rules.get("precision-graph-break", {}).get("message"),
+        f["precision_graph_break"]["message"],
+    )
     return out
 
 
@@ -193,7 +211,14 @@ def test_project_data_equals_the_wheel() -> None:
 def test_rules_checked_here_exist_in_the_loaded_profile() -> None:
     """The comparison reads profiles.toml directly; the toolkit's loader must see the same rules."""
     p = profile("tpu")
-    for rule_id in ("compile-dynamic-true", "legacy-device-apis", "storage-offset-guard", "missing-op", "sdpa-paths"):
+    for rule_id in (
+        "compile-dynamic-true",
+        "legacy-device-apis",
+        "storage-offset-guard",
+        "missing-op",
+        "sdpa-paths",
+        "precision-graph-break",
+    ):
         assert p.rule(rule_id).source  # KeyError if a rule was deleted: no silent skip
     legacy = p.rule("legacy-device-apis")
     facts = load_facts()["facts"]["legacy_device_apis"]
@@ -239,6 +264,10 @@ WHEEL_DRIFT = {
     ),
     "missing-op suffix": _set(("facts", "missing_op", "error_suffix"), "' is not implemented for TPU."),
     "flash dtypes": _set(("facts", "sdpa_flash", "flash_dtypes"), ["bfloat16"]),
+    "flash head dim": _set(
+        ("facts", "sdpa_flash", "head_dim_condition"), "- Head dimension (dim - 1) is less than 256 or divisible by 128"
+    ),
+    "precision traceable": _set(("facts", "precision_graph_break", "message"), "`precision` is traceable."),
     "another wheel": _set(("sha256",), "0" * 64),
 }
 
@@ -259,6 +288,10 @@ PROJECT_DRIFT: dict[str, Callable[[Json], None]] = {
     "v7x renamed": lambda s: s["pci"].update({0x0076: "v7"}),
     "ops data from another wheel": lambda s: s["sha_of"].update({"torch_tpu-0.2.0-ops.json": "1" * 64}),
     "missing-op warning": lambda s: s["rules"]["missing-op"].update(warning="operator '{op}' falls back to CPU"),
+    "head dim as the capstone once had it": lambda s: s["rules"]["sdpa-paths"].update(
+        summary="head dim < 128", flash_head_dim_multiple_of=None
+    ),
+    "precision rule deleted": lambda s: s["rules"].pop("precision-graph-break"),
 }
 
 
@@ -291,4 +324,21 @@ def test_a_modified_copy_of_profiles_toml_is_caught(tmp_path: Path) -> None:
 @pytest.mark.skipif(not os.environ.get("TORCH_TPU_WHEEL"), reason="set TORCH_TPU_WHEEL to re-extract from the wheel")
 def test_committed_facts_equal_a_fresh_extraction() -> None:
     wheel = Path(os.environ["TORCH_TPU_WHEEL"])
-    assert script("torch_tpu_facts").build(wheel) == load_facts()
+    fresh, committed = script("torch_tpu_facts").build(wheel), load_facts()
+    assert fresh.pop("checked") and committed.pop("checked")  # the day of each read; everything else must agree
+    assert fresh == committed
+
+
+def test_the_facts_carry_the_day_the_wheel_was_read() -> None:
+    checked = load_facts().get("checked")
+    assert isinstance(checked, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", checked), checked
+
+
+def test_the_book_quotes_the_wheel_where_it_quotes_it() -> None:
+    """Prose that quotes a wheel fact quotes it as the wheel has it (beyond_forward's precision line)."""
+    facts = load_facts()["facts"]
+    cells = json.loads((ROOT / "notebooks" / "beyond_forward.ipynb").read_text())["cells"]
+    text = " ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    quoted = re.findall(r'"(is not yet traceable)"', text)
+    assert quoted, "beyond_forward no longer quotes torch.tpu.precision's graph break"
+    assert all(q in facts["precision_graph_break"]["message"] for q in quoted)

@@ -6,8 +6,8 @@
 * ``"xla"``: torch_xla on XLA:CPU (the emulator), read at run time from the
   dispatcher: ops with a kernel registered for the ``XLA`` dispatch key.
 * ``"neuron"``: TorchNeuron, from AWS's published operator list
-  (``reference/data/neuron-ops.toml``); low confidence, because AWS's current operator
-  table for TorchNeuron is not public (see that file).
+  (``reference/data/neuron-ops.toml``); low confidence, because that list predates TorchNeuron and its own
+  compatibility table (in the torch-neuronx repository) was not read here (see that file).
 """
 
 from __future__ import annotations
@@ -99,7 +99,12 @@ def support_table(target: str) -> SupportTable:
             d["confidence"],
             d["source"],
             complete=False,
-            meta={"note": d["note"], "default_fallback_source": d["fallback_source"]},
+            meta={
+                "note": d["note"],
+                "default_fallback_source": d["fallback_source"],
+                "checked": d["checked"],
+                "default_fallback_checked": d["fallback_checked"],
+            },
         )
     os.environ.setdefault("PJRT_DEVICE", "CPU")
     import torch_xla

@@ -46,6 +46,7 @@ STATUSES: dict[str, str] = {
     "undocumented": "the vendor documents no equivalent; nothing verified",
 }
 _BACKENDS = ("tpu", "neuron")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 # torch.tpu names whose objects are the streams module's placeholders (checked against the surface file).
 _STREAM_OBJECTS = {
     "Stream": "TpuStream",
@@ -64,6 +65,7 @@ class Cell:
     status: str
     note: str
     source: str
+    checked: str  # the day this cell was last read from its source (YYYY-MM-DD)
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,12 @@ def _load() -> tuple[dict[str, Any], tuple[Row, ...]]:
                 raise ValueError(f"{where}: unknown {b}_status {r[f'{b}_status']!r}; use one of {', '.join(STATUSES)}")
             if not r[f"{b}_source"].strip():
                 raise ValueError(f"{where}: empty {b}_source")
-            cells[b] = Cell(r[b], r[f"{b}_status"], r.get(f"{b}_note", ""), r[f"{b}_source"])
+            if f"{b}_checked" not in r:
+                raise ValueError(f"{where}: missing '{b}_checked' (the day the cell was last read from its source)")
+            checked = str(r[f"{b}_checked"])
+            if not _DATE.match(checked):
+                raise ValueError(f"{where}: {b}_checked must be a date YYYY-MM-DD, got {checked!r}")
+            cells[b] = Cell(r[b], r[f"{b}_status"], r.get(f"{b}_note", ""), r[f"{b}_source"], checked)
         out.append(
             Row(
                 r["group"],
@@ -247,7 +254,8 @@ def render() -> str:
                 f"<br>(torch ≥ {r.accelerator_since})" if r.accelerator and r.accelerator_since else ""
             )
             src = (
-                f"TPU: {source_md(r.tpu.source, in_table=True)}<br>Neuron: {source_md(r.neuron.source, in_table=True)}"
+                f"TPU: {source_md(r.tpu.source, in_table=True)} (read {r.tpu.checked})<br>"
+                f"Neuron: {source_md(r.neuron.source, in_table=True)} (read {r.neuron.checked})"
             )
             lines.append(f"| {_code(r.cuda)} | {acc} | {_cell(r.tpu)} | {_cell(r.neuron)} | {src} |")
     lines += ["", '"wheel" in a source means the torch_tpu 0.2.0 wheel, at the file named.', ""]
