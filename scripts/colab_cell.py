@@ -79,23 +79,25 @@ def cells(root: Path = ROOT) -> list[dict[str, Any]]:
     markdown = f"""\
 > **Running this in Colab?** Run the next cell first; anywhere else it does nothing (`make venv` installed
 > everything). On a **CPU or GPU runtime** it installs {torch_pins} (the emulator: the real XLA compiler
-> on the host CPU, behind `target = "tpu"` and `"neuron"`) with the few libraries the chapters use, and the toolkit,
-> then restarts the runtime, because Colab had already imported its own torch: after the restart, run all cells
-> again. On a **TPU runtime** it installs
+> on the host CPU, behind `target = "tpu"` and `"neuron"`) with the few libraries the chapters use, and the toolkit
+> from a clone of the repository (some chapters read its `examples/`), then restarts the runtime, because Colab
+> had already imported its own torch: after the restart, run all cells again. On a **TPU runtime** it installs
 > [`requirements-tpu.txt`]({url}/blob/main/requirements-tpu.txt) (TorchTPU 0.2.0 and the torch it needs)
 > instead; `target = "tpu"` and `target = "auto"` then run on the TPU itself."""
     code = f'''\
 # Colab setup, written by scripts/colab_cell.py from pyproject.toml and requirements.txt. Does nothing elsewhere.
 import glob, importlib.util, os, subprocess, sys
 
-REPOSITORY = "{url}"
+REPOSITORY, CLONE = "{url}", "/content/xlaport"
 EMULATOR = {pins!r}
 if "google.colab" in sys.modules and importlib.util.find_spec("xlaport") is None:
     # A TPU runtime shows Google's PCI vendor id; nothing here starts the TPU (xlaport.detect makes the same check).
     on_tpu = any(open(v).read().strip() == "{GOOGLE_PCI_VENDOR}" for v in glob.glob("/sys/bus/pci/devices/*/vendor"))
-    deps = ["-r", f"{{REPOSITORY}}/raw/main/requirements-tpu.txt"] if on_tpu else EMULATOR
-    print("TPU" if on_tpu else "CPU/GPU", "runtime: installing", " ".join(deps), "and xlaport")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", *deps, f"xlaport @ git+{{REPOSITORY}}"], check=True)
+    # A clone, not a bare install: some chapters read the repository's examples/ (xlaport.notebook.example finds them).
+    subprocess.run(["git", "clone", "-q", "--depth", "1", REPOSITORY, CLONE], check=True)
+    deps = ["-r", f"{{CLONE}}/requirements-tpu.txt"] if on_tpu else EMULATOR
+    print("TPU" if on_tpu else "CPU/GPU", "runtime: installing", " ".join(deps), "and xlaport from", CLONE)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", *deps, "-e", CLONE], check=True)
     print("Installed. Restarting the runtime so that the new torch is imported: then run all cells again.")
     os.kill(os.getpid(), 9)'''
     meta = {"tags": [TAG]}

@@ -6,9 +6,14 @@
   result object's fields (a dataclass, a dict, a named tuple) under a prefix. Formats stay in the prose roles
   (``{glue:text}`gap:.1f```).
 - :func:`markdown_table` turns rows into a table a cell displays (a chapter builds no markdown by hand).
+- :func:`example` finds a committed example project (``examples/<name>``) wherever the chapter runs: beside the
+  notebooks of a clone, or in the clone the toolkit was installed from (Colab's setup cell clones the repository).
 - :func:`scratch_copy`, :func:`load_project` and :func:`show_diff` work on a small project kept as files
   (``examples/``): a copy to change, its modules imported fresh, and what a port changed, as a diff.
 - :func:`timer` measures wall time of a block.
+
+Imported in a Jupyter kernel, this module also gives the chapter's plots the book's size and type scale
+(:func:`xlaport.plots.use_book_style`: legible on a phone and on a desktop, each PNG recording its smallest text).
 
 Importing this module also keeps the build machine out of what a reader sees (:func:`reader_friendly_logs`):
 PyTorch's log lines name a function's file as ``basename.py`` (a notebook cell as ``<cell>``) instead of an absolute
@@ -45,6 +50,7 @@ __all__ = [
     "glue_many",
     "glue_fields",
     "markdown_table",
+    "example",
     "scratch_copy",
     "load_project",
     "show_diff",
@@ -198,6 +204,25 @@ def markdown_table(
     return _markdown(table_lines(cols, cells))
 
 
+def example(name: str) -> Path:
+    """The committed example ``examples/<name>`` (a folder or a file) of the xlaport repository.
+
+    Looked up in the clone the toolkit is installed from (``pip install -e .``, ``make venv``, Colab's setup cell),
+    then beside the working directory (``../examples`` from ``notebooks/``, or ``./examples``). A chapter's reader
+    edition therefore finds its examples wherever Jupyter or Colab runs it, as long as the toolkit came from a clone.
+    """
+    if not isinstance(name, str) or not name or name.startswith("/") or "\\" in name or ".." in name.split("/"):
+        raise ValueError(f"example(): name an example under examples/, such as 'cuda_project', not {name!r}")
+    roots = [Path(__file__).resolve().parents[2] / "examples", Path.cwd().parent / "examples", Path.cwd() / "examples"]
+    for root in roots:
+        if (root / name).exists():
+            return root / name
+    raise ValueError(
+        f"example(): examples/{name} is not here; the chapters that use examples need a clone of the repository "
+        "(git clone, then pip install -e . in it; Colab's setup cell does both)"
+    )
+
+
 def scratch_copy(folder: str | os.PathLike[str], prefix: str = "xlaport-") -> Path:
     """Copy ``folder`` into a new temporary directory and return the copy (same folder name): a project to change
     or run without touching the committed one."""
@@ -273,3 +298,14 @@ def timer() -> Iterator[Timing]:
 
 
 reader_friendly_logs()
+
+
+def _book_plots() -> None:
+    """In a kernel (not in a plain script or a test), the book's plot style (:mod:`xlaport.plots`)."""
+    if "IPython" in sys.modules and getattr(sys.modules["IPython"], "get_ipython", lambda: None)() is not None:
+        from .plots import use_book_style
+
+        use_book_style()
+
+
+_book_plots()

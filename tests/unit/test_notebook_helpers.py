@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -262,3 +263,24 @@ def test_precision_describe_says_what_a_mode_did() -> None:
     assert line.startswith("default  (1 pass, emulated as rounded inputs)") and "HF float32 test FAILS" in line
     with pytest.raises(ValueError, match="unknown matmul precision"):
         precision.describe("medium", close)
+
+
+# ------------------------------------------------------------------ example(): the committed example projects
+def test_example_is_found_from_any_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader edition runs wherever Jupyter or Colab starts it: the examples come from the toolkit's clone."""
+    from xlaport.notebook import example
+
+    monkeypatch.chdir(tmp_path)  # neither ./examples nor ../examples here
+    project = example("cuda_project")
+    assert project.is_dir() and (project / "tinylm.py").is_file()
+    assert example("sd3_view_offsets/stock_dynamo.py").is_file()
+
+
+@pytest.mark.parametrize("name", ["", "/etc", "../secrets", "a/../../b", "no_such_example", 3])
+def test_example_refuses_in_one_line(name: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from xlaport.notebook import example
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"^example\(\): ") as err:
+        example(name)  # type: ignore[arg-type]
+    assert "\n" not in str(err.value)
