@@ -68,17 +68,22 @@ unit: $(STAMP)
 	$(PY) -m pytest tests/unit -m "not subprocess" $(PYTEST_ARGS)
 
 # Lint, unit tests and every notebook, executed once into _build/executed, then the strict site build from those copies,
-# then every page in a real browser (make browser).
+# then what reads the build (marker `built`: every page in a real browser, the reader editions of this run's chapters).
+# Tests run on JOBS processes (pytest-xdist; default: the machine's cores, at most 4): the chapters first, longest
+# first, two side by side on a 2-core machine, the short tests filling the gaps. JOBS=1 runs everything in one process.
+JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n < 4 ? n : 4 )))
+XDIST = $(if $(filter-out 0 1,$(JOBS)),-n $(JOBS) --dist load,)
+
 test: lint
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m "not built" $(PYTEST_ARGS)
 	$(PY) scripts/build_site.py
-	$(MAKE) --no-print-directory browser
+	XLAPORT_SITE_DIR=$(CURDIR)/_build/html $(PY) -m pytest $(XDIST) -m built -q -p no:cacheprovider $(PYTEST_ARGS)
 
 # The built site in the system Chromium (tests/site/test_browser.py): every page, search, tabs, Colab links, and a
 # phone-width screenshot of every chapter into _build/screenshots/. Skips with one line where Chromium is missing.
 browser: $(STAMP)
 	@test -f _build/html/index.html || { echo "no site yet: run 'make site' first" >&2; exit 1; }
-	XLAPORT_SITE_DIR=$(CURDIR)/_build/html $(PY) -m pytest tests/site/test_browser.py -q -p no:cacheprovider
+	XLAPORT_SITE_DIR=$(CURDIR)/_build/html $(PY) -m pytest $(XDIST) tests/site/test_browser.py -q -p no:cacheprovider
 
 # Each chapter again with the other values its parameters cell offers (metadata.xlaport.matrix): one value
 # changed at a time, executed into _build/params/. Too long for every CI run: a scheduled workflow runs it.
@@ -96,7 +101,7 @@ editions-run: $(STAMP)
 	$(PY) scripts/reader_editions.py --run $(EDITIONS)
 
 notebooks: $(STAMP)
-	$(PY) -m pytest tests/notebooks -m notebook $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) tests/notebooks -m notebook $(PYTEST_ARGS)
 
 site: $(STAMP)
 	$(PY) scripts/build_site.py

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import subprocess
 import sys
@@ -72,10 +73,25 @@ def fresh_python() -> Runner:
     return run_python
 
 
+def _chapter_budget(item: pytest.Item) -> float:
+    """The time budget of the chapter a ``notebook`` test executes (0 for any other test)."""
+    if item.get_closest_marker("notebook") is None:
+        return 0.0
+    path = getattr(item, "callspec", None) and item.callspec.params.get("path")  # type: ignore[attr-defined]
+    if not isinstance(path, Path):
+        return 0.0
+    meta = json.loads(path.read_text(encoding="utf-8")).get("metadata", {})
+    return float(meta.get("xlaport", {}).get("budget_s", 0))
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "fresh_python" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.subprocess)
+    # The chapters first, longest budget first: `pytest -n 2 --dist load` (make test) then hands them out in turn,
+    # so the two longest run side by side and the short tests fill the gaps. Order within the rest is unchanged.
+    budgets = {id(item): _chapter_budget(item) for item in items}
+    items.sort(key=lambda item: -budgets[id(item)])
 
 
 def toc_files(root: Path = ROOT) -> set[str]:

@@ -2,11 +2,13 @@
 
 Each notebook asserts the effect it teaches, so a regression in the effect fails
 here. Its time budget (seconds, the budget the chapter declares) is in the
-notebook's metadata under ``xlaport.budget_s``; a run over 1.5x the budget fails.
+notebook's metadata under ``xlaport.budget_s``; a run over 1.5x the budget fails. ``make test`` runs the chapters
+two at a time (``pytest -n``, longest first: tests/conftest.py orders them), each in its own kernel.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import time
 from pathlib import Path
@@ -22,9 +24,13 @@ SLACK = 1.5  # CI machines vary; a notebook must stay within 1.5x its budget
 
 
 def _record(name: str, seconds: float, budget: float) -> None:
-    data = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
-    data[name] = {"seconds": round(seconds, 1), "budget_s": budget}
-    TIMINGS.write_text(json.dumps(data, indent=2, sort_keys=True))
+    # make test runs chapters side by side (pytest -n): one writer at a time, each adding its own entry.
+    TIMINGS.parent.mkdir(parents=True, exist_ok=True)
+    with open(TIMINGS.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        data = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
+        data[name] = {"seconds": round(seconds, 1), "budget_s": budget}
+        TIMINGS.write_text(json.dumps(data, indent=2, sort_keys=True))
 
 
 @pytest.mark.notebook

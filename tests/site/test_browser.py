@@ -31,7 +31,7 @@ import pytest
 
 from conftest import script
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.built]
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "_build" / "screenshots"

@@ -91,6 +91,7 @@ def find_private_mentions(root: Path) -> list[str]:
 # ---------------------------------------------------------------- the repository
 
 
+@pytest.mark.built
 def test_published_files_cite_no_private_material() -> None:
     hits = find_private_mentions(ROOT)
     assert not hits, (

@@ -301,12 +301,13 @@ def book_inventory() -> object:
     return editions.Inventory.from_sources()
 
 
+@pytest.mark.built
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=[p.stem for p in CHAPTERS])
 def test_every_edition_is_plain_markdown_with_the_chapters_code(
     book_inventory: object, chapter: Path, tmp_path: Path
 ) -> None:
-    # One case per chapter, its executed copy looked up when the test runs (make test executes the chapters in
-    # the same session, after this module is collected).
+    # One case per chapter, its executed copy looked up when the test runs (marked `built`: make test runs it after
+    # the chapters have run and the site is built).
     path = EXECUTED / chapter.name
     if why := _complete(path):
         pytest.skip(f"{path.stem}: executed copy {why}")
@@ -399,6 +400,7 @@ CHROMIUM = os.environ.get("XLAPORT_CHROMIUM") or shutil.which("chromium") or shu
 
 
 @pytest.mark.browser
+@pytest.mark.built
 @pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on PATH")
 def test_two_editions_render_without_raw_markup(book_inventory: object, tmp_path: Path) -> None:
     from playwright.sync_api import sync_playwright
