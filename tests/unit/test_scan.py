@@ -173,7 +173,8 @@ def test_fix_and_severity_come_from_the_api_mapping() -> None:
 
 def test_aliases_are_resolved() -> None:
     code = "import torch as T\nfrom torch import cuda\nfrom torch.cuda.amp import GradScaler as GS\ncuda.synchronize()\ns = GS()\nT.cuda.empty_cache()\n"
-    assert _rules_of(code) == ["cuda-api", "cuda-amp", "cuda-api"]
+    # the import line from torch.cuda.amp is where the port goes (line 3), then each use
+    assert _rules_of(code) == ["cuda-amp", "cuda-api", "cuda-amp", "cuda-api"]
 
 
 def test_line_and_file_suppressions() -> None:

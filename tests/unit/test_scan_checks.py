@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 from xlaport.scan import RULES
 from xlaport.scan.walker import CHECKS, check, checked_rules
@@ -129,3 +130,84 @@ def test_cuda_extension_chosen_by_name_and_timm_scaler() -> None:
     )
     assert _hits(src, "cuda-extension") == [2]
     assert _hits("from timm.utils import NativeScaler\ns = NativeScaler()\n", "cuda-amp") == [2]
+
+
+def test_a_package_importing_itself_is_not_a_dependency(tmp_path: Path) -> None:
+    """Liger-Kernel's own `from liger_kernel.ops.utils import ...` is not the CUDA-only package liger_kernel."""
+    from xlaport.scan import scan
+
+    src = "import triton\nfrom liger_kernel.ops.utils import ensure_contiguous\n"
+    own = tmp_path / "repo" / "src" / "liger_kernel" / "ops"
+    own.mkdir(parents=True)
+    (own / "rms_norm.py").write_text(src)
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "train.py").write_text(src)
+
+    def deps(root: Path) -> list[str]:
+        return sorted(f.detail for f in scan(root, jobs=1).findings if f.rule == "cuda-only-dependency")
+
+    assert deps(tmp_path / "repo") == ["triton"]  # scanned from the checkout's root (src/ layout)
+    assert deps(user) == ["liger_kernel", "triton"]  # a user of the package depends on it
+    # a subfolder of an installed-style package: the chain of __init__.py names the package
+    pkg = tmp_path / "pkg" / "liger_kernel"
+    (pkg / "ops").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "ops" / "__init__.py").write_text("")
+    (pkg / "ops" / "rms_norm.py").write_text(src)
+    assert deps(pkg / "ops") == ["triton"]
+
+
+def test_import_from_torch_cuda_amp_is_the_line_to_port() -> None:
+    src = "import torch\nfrom torch.cuda.amp import autocast, GradScaler\nscaler = GradScaler()\n"
+    assert _hits(src, "cuda-amp") == [2, 3]
+    assert _hits("from torch.cuda import amp\n", "cuda-amp") == [1]
+    assert _hits("from torch.amp import autocast, GradScaler\n", "cuda-amp") == []
+
+
+def test_tensor_built_from_a_python_list_that_grows() -> None:
+    grows = (
+        "import torch\n"
+        "def gen(model, ids):\n"
+        "    out = list(ids)\n"
+        "    for i in range(10):\n"
+        "        x = torch.as_tensor([out], device='cpu')\n"
+        "        out.append(int(model(x).argmax()))\n"
+    )
+    assert _hits(grows, "growing-cache") == [5]
+    # started afresh at the top of every iteration: no growth across iterations
+    fresh = grows.replace("        x = torch", "        out = [1]\n        x = torch")
+    assert _hits(fresh, "growing-cache") == []
+    # a list of tensors concatenated inside the loop that appends to it
+    cat = "import torch\nparts = []\nwhile True:\n    parts.append(torch.ones(2))\n    y = torch.cat(parts)\n"
+    assert _hits(cat, "growing-cache") == [5]
+    # built once after the loop: one shape per call, not per step
+    after = "import torch\nparts = []\nfor i in range(3):\n    parts.append(torch.ones(2))\ny = torch.stack(parts)\n"
+    assert _hits(after, "growing-cache") == []
+
+
+def test_no_host_sync_for_values_already_on_the_host() -> None:
+    src = (
+        "import torch\n"
+        "def enc(emb: torch.Tensor):\n"
+        "    emb = emb.cpu()\n"
+        "    return [e.numpy().tobytes() for e in emb]\n"
+    )
+    assert _hits(src, "host-sync-in-loop") == []
+    # still a sync when the copy to the host is in the loop, or the receiver is on the device
+    on_device = src.replace("    emb = emb.cpu()\n", "")
+    assert _hits(on_device, "host-sync-in-loop") == [3]
+    in_loop = "import torch\nfor t in loader:\n    c = t.cpu()\n    v = c.item()\n"
+    assert _hits(in_loop, "host-sync-in-loop") == [4]
+
+
+def test_findings_resting_on_a_name_say_so() -> None:
+    from xlaport.scan import scan_source
+
+    guessed = "import torch\nfor x, y in loader:\n    out = model(x)\n    if out.sum() > 0:\n        pass\n"
+    (f,) = [f for f in scan_source(guessed) if f.rule == "tensor-condition"]
+    assert f.confidence == "low" and "a guess" in f.message and "name `model`" in f.message
+    known = "import torch\nfor i in range(3):\n    out = torch.randn(3)\n    if out.sum() > 0:\n        pass\n"
+    (g,) = [f for f in scan_source(known) if f.rule == "tensor-condition"]
+    assert g.confidence == "high" and "guess" not in g.message
+    assert g.as_dict()["confidence"] == "high"

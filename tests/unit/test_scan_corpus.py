@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -38,22 +39,63 @@ def test_corpus_is_eight_repositories_with_licence_commit_and_labels(corpus: Mod
         assert corpus.load_labels(n).must, f"{n}: no labels"
 
 
-def test_tuning_set_precision_and_recall(corpus: ModuleType) -> None:
-    tuning = [r for r in corpus.repos() if r not in corpus.HELD_OUT]
-    s = corpus.evaluate(tuning)
-    assert s.precision() >= 0.95 and s.recall() >= 0.95, corpus.table("tuning", s)
-    for rule in s.rules():
-        for what in (s.precision(rule), s.recall(rule)):
-            assert what is None or what >= 0.8, corpus.table("tuning", s)
+#: the issue's bar, on the whole corpus
+OVERALL = 0.95
+PER_RULE = 0.8
+#: a rule is judged when it has at least this many rows (labelled lines plus findings); a ratio with no
+#: rows under it (precision of a rule that found nothing, recall of a rule with no labels) is not judged
+MIN_ROWS = 1
+#: rules with fewer labelled lines than this are judged, but on thin evidence (the corpus README lists them)
+THIN = 5
 
 
-def test_whole_corpus_and_held_out_set(corpus: ModuleType) -> None:
-    names = corpus.repos()
-    s = corpus.evaluate(names)
-    assert s.precision() >= 0.95 and s.recall() >= 0.95, corpus.table("all", s)
+def _judge(corpus: ModuleType, title: str, s: object) -> list[str]:
+    """The rules under the per-rule bar (those with at least MIN_ROWS rows), as readable lines."""
+    bad = []
+    for rule in s.rules():  # type: ignore[attr-defined]
+        rows = s.tp[rule] + s.fp[rule] + s.fn[rule]  # type: ignore[attr-defined]
+        if rows < MIN_ROWS:
+            continue
+        for what, v in (("precision", s.precision(rule)), ("recall", s.recall(rule))):  # type: ignore[attr-defined]
+            if v is not None and v < PER_RULE:
+                bad.append(f"{title}: {rule} {what} {v:.2f} < {PER_RULE}")
+    return bad
+
+
+def test_whole_corpus_meets_the_bar_overall_and_per_rule(corpus: ModuleType) -> None:
+    s = corpus.evaluate(corpus.repos())
+    report = corpus.table("all", s)
+    assert s.precision() >= OVERALL and s.recall() >= OVERALL, report
+    assert not _judge(corpus, "all", s), "\n".join([*_judge(corpus, "all", s), report])
+
+
+def test_tuning_set_meets_the_bar(corpus: ModuleType) -> None:
+    s = corpus.evaluate([r for r in corpus.repos() if r not in corpus.HELD_OUT])
+    report = corpus.table("tuning", s)
+    assert s.precision() >= OVERALL and s.recall() >= OVERALL, report
+    assert not _judge(corpus, "tuning", s), report
+
+
+def test_held_out_set_reported_separately(corpus: ModuleType) -> None:
+    """The held-out repositories on their own: the same per-rule bar, and the overall bar."""
     held = corpus.evaluate(list(corpus.HELD_OUT))
-    # the held-out set was not used to fix rules: it guards against overfitting, with a lower bar
-    assert held.precision() >= 0.9 and held.recall() >= 0.9, corpus.table("held out", held)
+    report = corpus.table("held out", held)
+    assert held.precision() >= OVERALL and held.recall() >= OVERALL, report
+    assert not _judge(corpus, "held out", held), report
+
+
+def test_thin_rules_are_the_ones_the_readme_lists(corpus: ModuleType) -> None:
+    """Rules judged on fewer than THIN labelled lines are named in the corpus README, so no one reads a 1.00
+    on one line as evidence."""
+    s = corpus.evaluate(corpus.repos())
+    thin = {r for r in s.rules() if s.tp[r] + s.fn[r] < THIN}
+    readme = (corpus.CORPUS / "README.md").read_text()
+    section = readme.split("## Rules judged on thin evidence", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"`([a-z]+(?:-[a-z]+)+)`", section))
+    unlabelled = {r.id for r in corpus.RULES} - {r for r in s.rules() if s.tp[r] + s.fn[r]}
+    assert thin <= listed, f"thin rules {sorted(thin - listed)} not in the README"
+    # the other rules the section names are those without any labelled line
+    assert listed - thin <= unlabelled, f"README lists {sorted(listed - thin)} as thin; they are not"
 
 
 def test_a_bad_label_is_reported(corpus: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

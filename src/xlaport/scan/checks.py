@@ -287,6 +287,29 @@ def cuda_amp_call(w: Walker, node: ast.Call) -> None:
         )
 
 
+@check("cuda-amp", ast.ImportFrom)
+def cuda_amp_import(w: Walker, node: ast.ImportFrom) -> None:
+    """``from torch.cuda.amp import autocast, GradScaler`` (or ``from torch.cuda import amp``): the line to port,
+    since every use below it then reads as the device-neutral name."""
+    if node.level or not node.module:
+        return
+    mod = node.module
+    if mod == "torch.cuda.amp" or mod.startswith("torch.cuda.amp."):
+        names = [a.name for a in node.names]
+    elif mod == "torch.cuda" and any(a.name == "amp" for a in node.names):
+        names = ["amp"]
+    else:
+        return
+    shown = ", ".join(f"`{n}`" for n in names)
+    w.hit(
+        "cuda-amp",
+        node,
+        f"imports {shown} from CUDA's AMP namespace{_AMP_ON_HOST}; import them from `torch.amp` and pass the "
+        "device type",
+        detail=f"{mod}.{names[0]}" if mod != "torch.cuda" else "torch.cuda.amp",
+    )
+
+
 @check("cuda-amp", ast.Attribute)
 def cuda_amp_name(w: Walker, node: ast.Attribute) -> None:
     q = w.q or ""
@@ -505,6 +528,8 @@ def cuda_only_import(w: Walker, node: Any) -> None:
         info = CUDA_ONLY_PACKAGES.get(top)
         if info is None or (top == "nvidia" and not module.startswith("nvidia.dali")):
             continue
+        if top in w.own_packages:
+            continue  # the package's own source importing itself (Liger-Kernel's `from liger_kernel.ops import`)
         key = ("cuda-only-dependency", top)
         if key in w.once:
             continue  # one finding per package per file
@@ -628,7 +653,12 @@ def boolean_mask_index(w: Walker, node: ast.Subscript) -> None:
     elts = sl.elts if sl.__class__ is ast.Tuple else (sl,)
     for e in elts:
         if e.__class__ is not ast.Slice and w.is_mask(e):
-            w.hit("boolean-mask-index", node, f"indexing with a boolean mask has a data-dependent shape{_NEW_SHAPE}")
+            w.hit(
+                "boolean-mask-index",
+                node,
+                f"indexing with a boolean mask has a data-dependent shape{_NEW_SHAPE}",
+                tensor_guess=True,
+            )
             return
 
 
@@ -658,6 +688,9 @@ def host_sync_in_loop(w: Walker, node: ast.Call) -> None:
         return
     attr, fcls = w.attr, node.func.__class__
     if attr in _SYNC_METHODS and fcls is ast.Attribute and not node.args:
+        since = w.host_since(node.func.value)  # type: ignore[attr-defined]
+        if since is not None and since < w.scope.loops:
+            return  # `e.numpy()` for `e` in `t.cpu()`: copied to the host before the loop, nothing to wait for
         w.hit("host-sync-in-loop", node, f"`.{attr}()` in a loop waits for the device every iteration{_SYNC}")
     elif fcls is ast.Name and attr == "print":
         for a in node.args:
@@ -666,10 +699,16 @@ def host_sync_in_loop(w: Walker, node: ast.Call) -> None:
                     "host-sync-in-loop",
                     node,
                     f"`print` of a tensor in a loop waits for the device every iteration{_SYNC}",
+                    tensor_guess=True,
                 )
                 return
     elif fcls is ast.Name and attr in _SYNC_BUILTINS and len(node.args) == 1 and w.is_tensor(node.args[0]):
-        w.hit("host-sync-in-loop", node, f"`{attr}(tensor)` in a loop waits for the device every iteration{_SYNC}")
+        w.hit(
+            "host-sync-in-loop",
+            node,
+            f"`{attr}(tensor)` in a loop waits for the device every iteration{_SYNC}",
+            tensor_guess=True,
+        )
 
 
 _SYNC = "; on TPU/Trainium each one also cuts the lazily traced step in two"
@@ -689,6 +728,7 @@ def tensor_condition(w: Walker, node: Any) -> None:
             "tensor-condition",
             node,
             "a Python branch on a tensor's value waits for the device there, and breaks the compiled graph",
+            tensor_guess=True,
         )
 
 
@@ -750,6 +790,44 @@ def growing_cache(w: Walker, node: Any) -> None:
                 return
 
 
+_FROM_LIST = {"tensor", "as_tensor", "LongTensor", "FloatTensor", "IntTensor", "BoolTensor", "Tensor"}
+
+
+@check("growing-cache", ast.Call, attrs={*_FROM_LIST, *(q.rsplit(".", 1)[-1] for q in _CAT)})
+def growing_list_tensor(w: Walker, node: ast.Call) -> None:
+    """``torch.as_tensor([output_ids])`` in a loop that also does ``output_ids.append(token)``: a tensor whose
+    length follows a Python list that grows every iteration (and ``torch.cat(chunks)`` of such a list)."""
+    q = w.q
+    if not w.scope.loop_nodes or not node.args or q is None or not q.startswith("torch."):
+        return
+    a = node.args[0]
+    names = [a.id] if a.__class__ is ast.Name else []
+    if q[6:] in _FROM_LIST:
+        names = _list_names(a)
+    for name in names:
+        if w.growing_list(name) is not None:
+            w.hit(
+                "growing-cache",
+                node,
+                f"`{q}` of `{name}`, a Python list that grows in this loop: one element longer each iteration, "
+                "so TPU/Trainium compile a new program each step",
+                detail=name,
+            )
+            return
+
+
+def _list_names(e: ast.AST) -> list[str]:
+    """Names whose length decides a tensor's built from ``e``: ``ids``, ``[ids]``, ``[[t] if c else ids]``."""
+    c = e.__class__
+    if c is ast.Name:
+        return [e.id]  # type: ignore[attr-defined]
+    if c in (ast.List, ast.Tuple):
+        return [n for x in e.elts for n in _list_names(x)]  # type: ignore[attr-defined]
+    if c is ast.IfExp:
+        return _list_names(e.body) + _list_names(e.orelse)  # type: ignore[attr-defined]
+    return []
+
+
 # --------------------------------------------------------------------------- view-offset-in-loop
 @check("view-offset-in-loop", ast.Subscript)
 def view_offset_in_loop(w: Walker, node: ast.Subscript) -> None:
@@ -764,5 +842,6 @@ def view_offset_in_loop(w: Walker, node: ast.Subscript) -> None:
                     f"`{name}[...]` indexed by the loop variable `{n.id}`: a view at a new storage offset each step, "
                     "which TPU/Trainium compile anew",
                     detail=name,
+                    tensor_guess=True,
                 )
                 return

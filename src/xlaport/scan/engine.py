@@ -60,7 +60,11 @@ _REQ = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 @dataclass(frozen=True)
 class Finding:
-    """One hit of one rule. ``col`` is 1-based; ``lines`` counts a kernel's lines (0 otherwise)."""
+    """One hit of one rule. ``col`` is 1-based; ``lines`` counts a kernel's lines (0 otherwise).
+
+    ``confidence``: ``"high"``, or ``"low"`` when the finding rests on a value taken for a tensor from its
+    name alone (``out = model(x)``, ``for x, y in loader``); the message then says so.
+    """
 
     rule: str
     path: str
@@ -72,6 +76,7 @@ class Finding:
     snippet: str = ""
     detail: str = ""
     lines: int = 0
+    confidence: str = "high"
 
     @property
     def chapter(self) -> str:
@@ -91,6 +96,7 @@ class Finding:
             "chapter": r.chapter,
             "snippet": self.snippet,
             "lines": self.lines,
+            "confidence": self.confidence,
         }
 
 
@@ -222,20 +228,20 @@ def _decode(data: bytes) -> tuple[str | None, str | None]:
         return None, f"not valid {enc}, not scanned"
 
 
-def _python_hits(text: str, display: str) -> tuple[list[Hit], str | None]:
+def _python_hits(text: str, display: str, own: frozenset[str] = frozenset()) -> tuple[list[Hit], str | None]:
     try:
         tree = ast.parse(text, filename=display)
     except SyntaxError as e:
         line = e.lineno or 1
         py2 = " (Python 2 syntax?)" if _PY2.search(text) else ""
         msg = f"does not parse as Python 3: {e.msg} at line {line}{py2}"
-        return [("syntax-error", line, max((e.offset or 1) - 1, 0), msg, "", 0, "")], None
+        return [("syntax-error", line, max((e.offset or 1) - 1, 0), msg, "", 0, "", "high")], None
     except (RecursionError, MemoryError):
         return [], "nested too deeply to parse, not scanned"
     except ValueError as e:  # e.g. a surrogate the parser refuses
         return [], f"cannot parse: {e}, not scanned"
     try:
-        return analyse(tree), None
+        return analyse(tree, own), None
     except RecursionError:
         return [], "nested too deeply to walk, not scanned"
 
@@ -246,7 +252,7 @@ def _requirement_hits(text: str, kind: str) -> list[Hit]:
         try:
             raw = tomllib.loads(text)
         except tomllib.TOMLDecodeError:
-            return [("syntax-error", 1, 0, "pyproject.toml is not valid TOML", "", 0, "")]
+            return [("syntax-error", 1, 0, "pyproject.toml is not valid TOML", "", 0, "", "high")]
         names: list[str] = []
         proj = raw.get("project", {}) if isinstance(raw.get("project"), dict) else {}
         names += [s for s in proj.get("dependencies", []) if isinstance(s, str)]
@@ -275,6 +281,7 @@ def _requirement_hits(text: str, kind: str) -> list[Hit]:
                     adv[0],
                     0,
                     "",
+                    "high",
                 )
             )
         return hits
@@ -294,6 +301,7 @@ def _requirement_hits(text: str, kind: str) -> list[Hit]:
                     adv[0],
                     0,
                     "",
+                    "high",
                 )
             )
     return hits
@@ -306,10 +314,12 @@ def _cuda_source_hits(text: str) -> list[Hit]:
         f"CUDA source: {n} lines, {k} `__global__` kernel{'s' if k != 1 else ''}; nothing on a TPU VM or "
         "Trainium host compiles or runs it"
     )
-    return [("cuda-source", 1, 0, msg, str(k), n, "")]
+    return [("cuda-source", 1, 0, msg, str(k), n, "", "high")]
 
 
-def _scan_one(path: str, display: str, kind: str, max_size: int, ignored: frozenset[str]) -> _Outcome:
+def _scan_one(
+    path: str, display: str, kind: str, max_size: int, ignored: frozenset[str], own: frozenset[str] = frozenset()
+) -> _Outcome:
     """(display, kept hits with snippets, warnings, lines, bytes, suppressed, parsed_python, internal error)."""
     warnings: list[str] = []
     try:
@@ -342,7 +352,7 @@ def _scan_one(path: str, display: str, kind: str, max_size: int, ignored: frozen
                 return display, [], [str(why)], 0, len(data), 0, False, None
             text = text_or_none
             if kind == "py":
-                hits, why = _python_hits(text, display)
+                hits, why = _python_hits(text, display, own)
                 if why:
                     warnings.append(why)
             else:
@@ -376,7 +386,7 @@ def _scan_one(path: str, display: str, kind: str, max_size: int, ignored: frozen
         return display, [], [], 0, len(data), 0, False, f"{type(e).__name__}: {e}"
 
 
-def _scan_batch(batch: list[tuple[str, str, str, int, frozenset[str]]]) -> list[_Outcome]:
+def _scan_batch(batch: list[tuple[str, str, str, int, frozenset[str], frozenset[str]]]) -> list[_Outcome]:
     return [_scan_one(*item) for item in batch]
 
 
@@ -501,9 +511,42 @@ def _walk(root: Path, config: ScanConfig, warn: Callable[[Path, str], None]) -> 
         stack.extend(reversed(subdirs))
 
 
+def _own_packages(root: Path, py_files: list[Path]) -> frozenset[str]:
+    """Top-level import names of the code being scanned, so that its imports of itself are not dependencies.
+
+    The folders and modules at the root and under ``src/`` (where ``import <name>`` of a checkout finds
+    them), and for each scanned file the outermost folder of its chain of ``__init__.py`` packages (a scan
+    of a subfolder such as ``src/pkg/ops``).
+    """
+    names: set[str] = set()
+    if root.is_dir():
+        for base in (root, root / "src"):
+            try:
+                entries = list(os.scandir(base))
+            except OSError:
+                continue
+            for ent in entries:
+                stem = ent.name[:-3] if ent.name.endswith(".py") else ent.name
+                if stem.isidentifier() and ent.name not in SKIP_DIRS and (stem != ent.name or ent.is_dir()):
+                    names.add(stem)
+    top: dict[Path, str | None] = {}
+    for p in py_files:
+        d = p.parent
+        if d in top:
+            name = top[d]
+        else:
+            name, cur = None, d
+            while (cur / "__init__.py").is_file() and cur.parent != cur:
+                name, cur = cur.name, cur.parent
+            top[d] = name
+        if name is not None and name.isidentifier():
+            names.add(name)
+    return frozenset(names)
+
+
 # --------------------------------------------------------------------------- assembling findings
 def _finding(display: str, h: tuple[Any, ...], config: ScanConfig) -> Finding:
-    rid, line, col, message, detail, lines, sev, snippet = h
+    rid, line, col, message, detail, lines, sev, confidence, snippet = h
     r = rule(rid)
     fix = r.fix
     severity = r.severity
@@ -514,7 +557,7 @@ def _finding(display: str, h: tuple[Any, ...], config: ScanConfig) -> Finding:
     if sev:
         severity = sev
     severity = config.severity.get(rid, severity)
-    return Finding(rid, display, line, col + 1, severity, message, fix, snippet, detail, lines)
+    return Finding(rid, display, line, col + 1, severity, message, fix, snippet, detail, lines, confidence)
 
 
 class _Progress:
@@ -584,7 +627,7 @@ def scan(
     start = time.perf_counter()
     cwd = Path.cwd()
     warnings: list[ScanWarning] = []
-    items: list[tuple[str, str, str, int, frozenset[str]]] = []
+    items: list[tuple[str, str, str, int, frozenset[str], frozenset[str]]] = []
     configs: dict[str, ScanConfig] = {}
     display_cfg: dict[str, ScanConfig] = {}
     seen_files: set[str] = set()
@@ -607,14 +650,16 @@ def scan(
         def warn(p: Path, reason: str, _root: Path = root) -> None:
             warnings.append(ScanWarning(_display(p, _root, single, cwd), reason))
 
-        for p, kind in _walk(root, cfg, warn):
+        found = list(_walk(root, cfg, warn))
+        own = _own_packages(root, [p for p, kind in found if kind == "py"])
+        for p, kind in found:
             key = os.path.abspath(p)
             if key in seen_files:
                 continue
             seen_files.add(key)
             disp = _display(p, root, single, cwd)
             ignored = cfg.ignore | cfg.ignored_in(cfg.relative(p))
-            items.append((str(p), disp, kind, size, ignored))
+            items.append((str(p), disp, kind, size, ignored, own))
             display_cfg[disp] = cfg
     n_jobs = jobs if jobs is not None else (min(os.cpu_count() or 1, 8) if len(items) >= _PARALLEL_MIN_FILES else 1)
     n_jobs = max(1, min(n_jobs, len(items) or 1))

@@ -115,7 +115,7 @@ def to_sarif(res: ScanResult) -> dict[str, Any]:
                     }
                 ],
                 "partialFingerprints": {"xlaportFinding/v1": fp},
-                "properties": {"category": rule(f.rule).category, "lines": f.lines},
+                "properties": {"category": rule(f.rule).category, "lines": f.lines, "confidence": f.confidence},
             }
         )
     notes = [

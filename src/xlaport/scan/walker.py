@@ -27,8 +27,9 @@ from typing import Any
 
 __all__ = ["Hit", "Check", "CHECKS", "check", "checked_rules", "analyse", "Walker", "DEFAULTS"]
 
-# rule, line, col (0-based), message, detail (e.g. the torch.cuda name), lines (kernels), severity override
-Hit = tuple[str, int, int, str, str, int, str]
+# rule, line, col (0-based), message, detail (e.g. the torch.cuda name), lines (kernels), severity override,
+# confidence ("high", or "low" when the finding rests on a name taken for a tensor from its spelling alone)
+Hit = tuple[str, int, int, str, str, int, str, str]
 Check = Callable[["Walker", Any], None]
 
 #: node type -> the (rule id, check) pairs called on each node of that type, in registration order.
@@ -170,10 +171,29 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 class _Scope:
-    __slots__ = ("fresh", "loop_vars", "loops", "masks", "params", "strings", "tensors")
+    __slots__ = (
+        "fresh",
+        "guessed",
+        "host",
+        "loop_nodes",
+        "loop_vars",
+        "loops",
+        "masks",
+        "params",
+        "strings",
+        "tensors",
+    )
 
     def __init__(self) -> None:
         self.tensors: set[str] = set()
+        #: the names in ``tensors`` known as tensors only from a name's spelling (``for x, y in loader``,
+        #: ``out = model(x)``, a parameter named ``sigmas``), with that name (``loader``, ``model``, ``sigmas``)
+        self.guessed: dict[str, str] = {}
+        #: names bound to a value already on the host (``t.cpu()``, ``t.numpy()``, ``np.array(...)``), with the
+        #: loop depth where they were bound: reading them later (``.numpy()``, ``.item()``) waits for nothing
+        self.host: dict[str, int] = {}
+        #: the enclosing ``for``/``while`` statements, outermost first
+        self.loop_nodes: list[ast.AST] = []
         self.masks: set[str] = set()
         self.params: set[str] = set()
         self.loops = 0
@@ -204,9 +224,16 @@ _NO_CHECKS: list[tuple[str, Check]] = []
 class Walker:
     """Visits every node once; keeps just enough context (imports, scope, loops, try blocks) for the checks."""
 
-    def __init__(self) -> None:
+    def __init__(self, own_packages: frozenset[str] = frozenset()) -> None:
         _load_checks()
         self.hits: list[Hit] = []
+        #: top-level packages of the scanned tree itself: importing them is not a dependency
+        self.own_packages = own_packages
+        #: set by :meth:`is_tensor` (and reset before each check) when a "tensor" rests on a name's spelling
+        #: alone: that name (``model`` for ``out = model(x)``), for the finding's message
+        self.guess = ""
+        #: id of a loop statement -> names of Python lists that grow in its body (``ids.append(t)``)
+        self._grown: dict[int, frozenset[str]] = {}
         self.aliases: dict[str, str] = {}
         self.module = _Scope()
         self.scope = self.module
@@ -295,6 +322,7 @@ class Walker:
 
     def run_checks(self, node: ast.AST, cls: type | None = None) -> None:
         for _, fn in self._checks.get(cls or node.__class__, _NO_CHECKS):
+            self.guess = ""
             fn(self, node)
 
     def v_leaf(self, node: ast.AST) -> None:
@@ -305,8 +333,21 @@ class Walker:
         self.generic(node)
 
     # ------------------------------------------------------------------ hits
-    def hit(self, rule: str, node: ast.AST, message: str, detail: str = "", lines: int = 0, severity: str = "") -> None:
-        """Report ``rule`` at ``node``; the first report of a rule at a line and column wins."""
+    def hit(
+        self,
+        rule: str,
+        node: ast.AST,
+        message: str,
+        detail: str = "",
+        lines: int = 0,
+        severity: str = "",
+        tensor_guess: bool = False,
+    ) -> None:
+        """Report ``rule`` at ``node``; the first report of a rule at a line and column wins.
+
+        ``tensor_guess``: the finding needs a value to be a tensor; when the inference took one for a tensor
+        from a name's spelling alone (:attr:`guess`), the message says so and the confidence is low.
+        """
         line = getattr(node, "lineno", 1) or 1
         col = getattr(node, "col_offset", 0) or 0
         if node.__class__ is ast.Call:
@@ -319,7 +360,11 @@ class Walker:
         if key in self._seen:
             return
         self._seen.add(key)
-        self.hits.append((rule, line, col, message, detail, lines, severity))
+        confidence = "high"
+        if tensor_guess and self.guess:
+            confidence = "low"
+            message += f" (a guess: the value is taken for a tensor only because of the name `{self.guess}`)"
+        self.hits.append((rule, line, col, message, detail, lines, severity, confidence))
 
     # ------------------------------------------------------------------ names
     def dotted(self, node: ast.AST) -> str | None:
@@ -351,7 +396,16 @@ class Walker:
         return ""
 
     def lookup_tensor(self, name: str) -> bool:
-        return name in self.scope.tensors or (self.scope is not self.module and name in self.module.tensors)
+        s = self.scope
+        if name in s.tensors:
+            if name in s.guessed:
+                self.guess = s.guessed[name]
+            return True
+        if s is not self.module and name in self.module.tensors:
+            if name in self.module.guessed:
+                self.guess = self.module.guessed[name]
+            return True
+        return False
 
     def lookup_mask(self, name: str) -> bool:
         return name in self.scope.masks or (self.scope is not self.module and name in self.module.masks)
@@ -381,6 +435,7 @@ class Walker:
             if not name or not name[0].islower():
                 return False
             if _MODEL_CALLEE.search(name) is not None:
+                self.guess = name
                 return True
             # a helper of this codebase called with a tensor returns one (`to_d(x, sigma, d)`)
             if (
@@ -435,7 +490,60 @@ class Walker:
                 return self.is_tensor(f.value)
         return False
 
-    def _bind(self, target: ast.AST, tensor: bool, mask: bool) -> None:
+    # ------------------------------------------------------------------ values already on the host
+    def on_host(self, e: ast.AST) -> bool:
+        """A value already copied to the host: ``t.cpu()``, ``t.to("cpu")``, ``t.numpy()``, ``np.asarray(...)``,
+        or a name bound to one (or an element of one)."""
+        c = e.__class__
+        if c is ast.Name:
+            return e.id in self.scope.host  # type: ignore[attr-defined]
+        if c is ast.Subscript:
+            return self.on_host(e.value)  # type: ignore[attr-defined]
+        if c is ast.Call:
+            f = e.func  # type: ignore[attr-defined]
+            if f.__class__ is ast.Attribute:
+                if f.attr in _HOST_METHODS and not e.args:  # type: ignore[attr-defined]
+                    return True
+                if f.attr == "to" and e.args and _cpu_device(e.args[0]):  # type: ignore[attr-defined]
+                    return True
+                if f.attr in _KEEPS_PLACE:
+                    return self.on_host(f.value)
+            q = self.dotted(f)
+            return q is not None and q.startswith(("numpy.", "np."))
+        return False
+
+    def host_since(self, e: ast.AST) -> int | None:
+        """For a receiver that is a name (or an element of one) bound to a host value: the loop depth where
+        it was bound; None otherwise."""
+        while e.__class__ is ast.Subscript:
+            e = e.value
+        if e.__class__ is ast.Name:
+            return self.scope.host.get(e.id)
+        return None
+
+    def _bind_host(self, names: set[str], it: ast.AST) -> None:
+        """``for e in host_values``: the loop's targets are on the host too, since before the loop."""
+        host = self.scope.host
+        if self.on_host(it):
+            for n in names:
+                host[n] = self.scope.loops
+        else:
+            for n in names:
+                host.pop(n, None)
+
+    # ------------------------------------------------------------------ Python lists that grow in a loop
+    def growing_list(self, name: str) -> ast.AST | None:
+        """The innermost enclosing loop whose body grows the Python list ``name`` (``name.append(...)``,
+        ``name += [...]``) without starting it afresh at the top of each iteration, or None."""
+        for loop in reversed(self.scope.loop_nodes):
+            grown = self._grown.get(id(loop))
+            if grown is None:
+                grown = self._grown[id(loop)] = _grown_lists(loop)
+            if name in grown:
+                return loop
+        return None
+
+    def _bind(self, target: ast.AST, tensor: bool, mask: bool, guessed: str = "") -> None:
         c = target.__class__
         if c is ast.Name:
             name = target.id  # type: ignore[attr-defined]
@@ -443,15 +551,19 @@ class Walker:
                 self.scope.tensors.add(name)
             else:
                 self.scope.tensors.discard(name)
+            if tensor and guessed:
+                self.scope.guessed[name] = guessed
+            else:
+                self.scope.guessed.pop(name, None)
             if mask:
                 self.scope.masks.add(name)
             else:
                 self.scope.masks.discard(name)
         elif c in (ast.Tuple, ast.List):
             for t in target.elts:  # type: ignore[attr-defined]
-                self._bind(t, tensor, False)
+                self._bind(t, tensor, False, guessed)
         elif c is ast.Starred:
-            self._bind(target.value, tensor, False)  # type: ignore[attr-defined]
+            self._bind(target.value, tensor, False, guessed)  # type: ignore[attr-defined]
         elif c is ast.Attribute:
             v = target.value  # type: ignore[attr-defined]
             if v.__class__ is ast.Name and v.id == "self" and tensor:
@@ -503,10 +615,12 @@ class Walker:
         self.q = self.dotted(func) if fcls in (ast.Name, ast.Attribute) else None
         self.attr = func.attr if fcls is ast.Attribute else (func.id if fcls is ast.Name else "")  # type: ignore[attr-defined]
         for fn in self._call_any:
+            self.guess = ""
             fn(self, node)
         attr = self.attr
         if attr in self._call_by_attr:
             for fn in self._call_by_attr[attr]:
+                self.guess = ""
                 fn(self, node)
         if attr and (fcls is ast.Name or (self.q is None or not self.q.startswith("torch."))):
             got: set[int | str] | None = None
@@ -543,12 +657,19 @@ class Walker:
         if value is not None:
             self.visit(value)
             self.run_checks(node)
+            self.guess = ""
             tensor = self.is_tensor(value)
             mask = self.is_mask(value)
+            guessed = self.guess
             scope = self.scope
+            host = self.on_host(value)
             for t in targets:
-                self._bind(t, tensor or mask, mask)
+                self._bind(t, tensor or mask, mask, guessed)
                 if t.__class__ is ast.Name:
+                    if host:
+                        scope.host[t.id] = scope.loops
+                    else:
+                        scope.host.pop(t.id, None)
                     if _string_value(value):
                         scope.strings[t.id] = value
                     else:
@@ -578,17 +699,29 @@ class Walker:
         names = self._loop_names(node.target)
         it = node.iter
         src = self.last_name(it.func if it.__class__ is ast.Call else it)
-        if (src and _LOADER.search(src)) or self.is_tensor(it):
-            for n in names:
-                self.scope.tensors.add(n)
-        else:
-            for n in names:
-                self.scope.tensors.discard(n)
         s = self.scope
+        self.guess = ""
+        if self.is_tensor(it):
+            s.tensors.update(names)
+            origin = self.guess
+        elif src and _LOADER.search(src):
+            s.tensors.update(names)
+            origin = src
+        else:
+            s.tensors.difference_update(names)
+            origin = ""
+        for n in names:
+            if origin:
+                s.guessed[n] = origin
+            else:
+                s.guessed.pop(n, None)
+        self._bind_host(names, it)
         s.loops += 1
         s.loop_vars.append(names)
         s.fresh.append(set(names))
+        s.loop_nodes.append(node)
         self.visit_all(node.body)
+        s.loop_nodes.pop()
         s.fresh.pop()
         s.loop_vars.pop()
         s.loops -= 1
@@ -598,9 +731,11 @@ class Walker:
         s = self.scope
         s.loops += 1
         s.fresh.append(set())
+        s.loop_nodes.append(node)
         self.run_checks(node)
         self.visit(node.test)
         self.visit_all(node.body)
+        s.loop_nodes.pop()
         s.fresh.pop()
         s.loops -= 1
         self.visit_all(node.orelse)
@@ -610,6 +745,7 @@ class Walker:
         gens = node.generators  # type: ignore[attr-defined]
         for g in gens:
             self.visit(g.iter)
+            self._bind_host(self._loop_names(g.target), g.iter)
         s.loops += 1  # a host sync per element is still one per iteration
         for g in gens:
             self.visit_all(g.ifs)
@@ -638,8 +774,11 @@ class Walker:
         extra = self._rewalk.get(id(node), set())
         for a in every:
             inner.params.add(a.arg)
-            if a.arg in extra or a.arg in _SCHEDULES or (a.annotation is not None and _annotated_tensor(a.annotation)):
+            if a.arg in extra or (a.annotation is not None and _annotated_tensor(a.annotation)):
                 inner.tensors.add(a.arg)
+            elif a.arg in _SCHEDULES:
+                inner.tensors.add(a.arg)
+                inner.guessed[a.arg] = a.arg
         self.scope = inner
         try:
             self.visit_all(node.body)  # type: ignore[attr-defined]
@@ -665,6 +804,58 @@ class Walker:
     def v_lambda(self, node: ast.Lambda) -> None:
         self._visit_defaults(node.args)
         self.visit(node.body)
+
+
+_HOST_METHODS = frozenset({"cpu", "numpy", "tolist"})
+#: methods whose result stays where the receiver is (``t.cpu().float()`` is still on the host)
+_KEEPS_PLACE = frozenset({"float", "double", "half", "long", "int", "bool", "detach", "clone", "contiguous", "squeeze"})
+_GROW_METHODS = frozenset({"append", "extend", "insert"})
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _cpu_device(e: ast.AST) -> bool:
+    if e.__class__ is ast.Constant:
+        return e.value == "cpu"
+    if e.__class__ is ast.Call and e.args:  # torch.device("cpu")
+        return Walker.last_name(e.func) == "device" and _cpu_device(e.args[0])
+    return False
+
+
+def _grown_lists(loop: ast.AST) -> frozenset[str]:
+    """Names of Python lists that grow in ``loop``'s body and are not rebound by a statement of the body
+    itself (``ids = []`` at the top of each iteration starts them afresh)."""
+    grown: set[str] = set()
+    reset: set[str] = set()
+    for st in loop.body:  # type: ignore[attr-defined]
+        if st.__class__ is ast.Assign:
+            refs = {n.id for n in ast.walk(st.value) if n.__class__ is ast.Name}
+            reset.update(t.id for t in st.targets if t.__class__ is ast.Name and t.id not in refs)
+    stack: list[ast.AST] = list(loop.body)  # type: ignore[attr-defined]
+    while stack:
+        n = stack.pop()
+        c = n.__class__
+        if c in _NESTED:
+            continue
+        if c is ast.Call:
+            f = n.func  # type: ignore[attr-defined]
+            if f.__class__ is ast.Attribute and f.attr in _GROW_METHODS and f.value.__class__ is ast.Name:
+                grown.add(f.value.id)
+        elif c is ast.AugAssign:
+            t, v = n.target, n.value  # type: ignore[attr-defined]
+            if t.__class__ is ast.Name and isinstance(n.op, ast.Add) and v.__class__ in (ast.List, ast.ListComp):  # type: ignore[attr-defined]
+                grown.add(t.id)
+        elif c is ast.Assign:
+            v = n.value  # type: ignore[attr-defined]
+            left = v.left if v.__class__ is ast.BinOp and isinstance(v.op, ast.Add) else None
+            if (
+                left is not None
+                and left.__class__ is ast.Name
+                and v.right.__class__ in (ast.List, ast.ListComp)
+                and any(t.__class__ is ast.Name and t.id == left.id for t in n.targets)  # type: ignore[attr-defined]
+            ):
+                grown.add(left.id)
+        stack.extend(ast.iter_child_nodes(n))
+    return frozenset(grown - reset)
 
 
 def _catches_import_error(h: ast.ExceptHandler) -> bool:
@@ -713,14 +904,15 @@ def _tensor_params(fn: ast.AST, got: set[int | str]) -> set[str]:
     return out
 
 
-def analyse(tree: ast.AST) -> list[Hit]:
+def analyse(tree: ast.AST, own_packages: frozenset[str] = frozenset()) -> list[Hit]:
     """Every rule's hits in one walk of ``tree``, in walk order.
 
     A function whose parameters some call in the same file passes tensors to (and that the first walk
     did not know as tensors) is walked once more with them known, so ``def sort(a, b): ... if a < b``
-    called as ``sort(t0, t1)`` is seen as a branch on tensors. Hits are reported once.
+    called as ``sort(t0, t1)`` is seen as a branch on tensors. Hits are reported once. ``own_packages``: the
+    top-level packages of the tree being scanned (its imports of itself are not dependencies).
     """
-    w = Walker()
+    w = Walker(own_packages)
     w.visit(tree)
     if w.tensor_args:
         todo = []
