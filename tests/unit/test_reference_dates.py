@@ -40,11 +40,10 @@ def test_every_fact_in_every_listed_file_has_a_date() -> None:
 
 
 def test_the_reference_data_directory_has_no_undated_fact_file() -> None:
-    """A new data file of facts must be listed (and dated); the measured records and hardware.toml are not facts read
-    from a source on one day (hardware.toml dates each value by its source's publication, see its header)."""
+    """A new data file of facts must be listed (and dated); the zoo sweep is a measured record, not facts read."""
     data = Path(reference.__file__).parent / "data"
     not_listed = {p.name for p in data.iterdir() if p.suffix in (".toml", ".json")} - set(freshness.FILES)
-    assert not_listed == {"hardware.toml", "zoo-sweep.json"}, not_listed
+    assert not_listed == {"zoo-sweep.json"}, not_listed
 
 
 def _drop_first(pattern: str, text: str) -> str:
@@ -74,6 +73,18 @@ UNDATED = {
         "wheel's facts",
     ),
     "wheel ops": ("torch_tpu-0.2.0-ops.json", lambda t: _drop_first(r'^\s*"checked": "[^"]*",\n', t), "wheel's facts"),
+    "hardware value": (
+        "hardware.toml",
+        lambda t: _drop_first(r', checked = "[^"]*"', t),
+        "chips.h100_sxm.peak_bf16_dense",
+    ),
+    "hardware claim": (
+        "hardware.toml",
+        lambda t: re.sub(
+            r'(\[claims\.trillium_peak_vs_v5e\](?:\n[^\[\n][^\n]*)*?)\nchecked = "[^"]*"', r"\1", t, count=1
+        ),
+        "claims.trillium_peak_vs_v5e",
+    ),
 }
 
 
@@ -141,3 +152,12 @@ def test_what_changed_includes_the_generated_date_and_types_none() -> None:
         section,
     )
     assert typed == [], f"dates typed by hand in 'When these facts were checked': {typed}"
+
+
+def test_the_cost_loader_refuses_an_undated_value() -> None:
+    from xlaport.cost.facts import parse_fact
+
+    value = {"value": 1.0, "unit": "x", "source": "s", "date": "2026-11", "evidence": "V"}
+    with pytest.raises(ValueError, match="needs checked"):
+        parse_fact("chips.x.peak", value)
+    assert parse_fact("chips.x.peak", value | {"checked": "2026-12-01"}).checked == "2026-12-01"

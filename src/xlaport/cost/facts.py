@@ -7,6 +7,7 @@ them; :mod:`xlaport.cost.throughput` and :mod:`xlaport.cost.breakeven` do the ar
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field
 from functools import cache
@@ -50,6 +51,7 @@ class Fact:
     evidence: str
     note: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    checked: str = ""  # the day the value was last read from its source (YYYY-MM-DD)
 
     @property
     def verified(self) -> bool:
@@ -63,7 +65,9 @@ def parse_fact(key: str, d: dict[str, Any]) -> Fact:
         raise ValueError(f"{DATA_FILE}: {key} lacks {', '.join(missing)}")
     if d["evidence"] not in _EVIDENCE:
         raise ValueError(f"{DATA_FILE}: {key} has evidence {d['evidence']!r}, expected one of V, V2, U")
-    extra = {k: v for k, v in d.items() if k not in (*_FACT_KEYS, "note")}
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(d.get("checked", ""))):
+        raise ValueError(f"{DATA_FILE}: {key} needs checked = the day it was last read (YYYY-MM-DD)")
+    extra = {k: v for k, v in d.items() if k not in (*_FACT_KEYS, "note", "checked")}
     return Fact(
         key=key,
         value=float(d["value"]),
@@ -73,6 +77,7 @@ def parse_fact(key: str, d: dict[str, Any]) -> Fact:
         evidence=str(d["evidence"]),
         note=str(d.get("note", "")),
         extra=extra,
+        checked=str(d["checked"]),
     )
 
 

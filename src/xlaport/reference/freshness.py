@@ -10,15 +10,14 @@ data file                              where the date is
 ``api_mapping.toml``                   ``tpu_checked`` and ``neuron_checked`` on every row
 ``neuron-ops.toml``                    ``checked`` (the op list), ``fallback_checked`` (the CPU-fallback default)
 ``torch_tpu-0.2.0-*.json``             ``checked`` at the top: the day the wheel was read (the scripts write it)
+``hardware.toml``                      ``checked`` on every chip value, claim and model table (its ``date`` is
+                                       when the source published the value, a different date)
 =====================================  ==========================================================
 
 :func:`dated_facts` collects them and refuses a fact without a date (or with a malformed one, or one in the
 future), naming the file and the fact. :func:`render` is the fragment the "What changed" page includes
 (``book/generated/facts_checked.md``, written by the site's extension): the date the facts were checked,
 derived from the data, never typed by hand. Torch-free.
-
-``hardware.toml`` is not in this list: each of its values records when its *source* published it (``date``) and the
-file the month it was read (``read``), see that file's header.
 
 >>> from xlaport.reference.freshness import dated_facts
 >>> all(len(f.checked) == 10 for f in dated_facts())
@@ -47,6 +46,7 @@ FILES: tuple[str, ...] = (
     "torch_tpu-0.2.0-facts.json",
     "torch_tpu-0.2.0-ops.json",
     "torch_tpu-0.2.0-api-surface.json",
+    "hardware.toml",
 )
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
@@ -114,6 +114,25 @@ def _neuron_ops(text: str) -> Iterator[DatedFact]:
     )
 
 
+def _hardware(text: str) -> Iterator[DatedFact]:
+    file = "hardware.toml"
+    raw = tomllib.loads(text)
+    for chip, values in raw.get("chips", {}).items():
+        for name, v in values.items():
+            if isinstance(v, dict):
+                fact = f"chips.{chip}.{name}"
+                yield DatedFact(file, fact, _date(file, fact, v.get("checked")), str(v.get("source", "")))
+    for section in ("claims", "models"):
+        for name, t in raw.get(section, {}).items():
+            fact = f"{section}.{name}"
+            yield DatedFact(file, fact, _date(file, fact, t.get("checked")), str(t.get("source", "")))
+            for sub, v in t.items():
+                if isinstance(v, dict) and "value" in v:
+                    yield DatedFact(
+                        file, f"{fact}.{sub}", _date(file, f"{fact}.{sub}", v.get("checked")), str(v.get("source", ""))
+                    )
+
+
 def _wheel_json(file: str, text: str) -> Iterator[DatedFact]:
     raw = json.loads(text)
     day = _date(file, "the wheel's facts", raw.get("checked"))
@@ -142,6 +161,8 @@ def dated_facts() -> tuple[DatedFact, ...]:
             out += _api_mapping(text)
         elif file == "neuron-ops.toml":
             out += _neuron_ops(text)
+        elif file == "hardware.toml":
+            out += _hardware(text)
         else:
             out += _wheel_json(file, text)
     return tuple(out)
