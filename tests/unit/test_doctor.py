@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Runner
-from xlaport import cost
+from xlaport import cost, pages
 from xlaport.cli import main
 from xlaport.doctor import ASSUMPTIONS, CostInputs, diagnose, estimate, parse_assume, parse_probe
 from xlaport.doctor.probe import ProbeCall, ProbeResult
@@ -165,8 +165,12 @@ def test_reports_without_entry(tmp_path: Path) -> None:
     tags = _Tags()
     tags.feed(page)
     assert tags.tables >= 4 and len(tags.srcs) == 3  # findings, effort and break-even plots
-    assert all(s.startswith("data:image/png;base64,") for s in tags.srcs) and not tags.hrefs
-    assert "<script" not in page and "http://" not in page and "https://" not in page.replace("https://github.com", "")
+    # self-contained: nothing is fetched; the only links are to the book's chapters, by title
+    assert all(s.startswith("data:image/png;base64,") for s in tags.srcs)
+    assert tags.hrefs and all(h.startswith(pages.SITE) for h in tags.hrefs), tags.hrefs
+    outside = page.replace("https://github.com", "").replace(pages.SITE, "")
+    assert "<script" not in page and "<link" not in page and "http://" not in page and "https://" not in outside
+    assert "notebooks/port_training |" not in md and pages.link("notebooks/port_training") in md  # titles, not paths
     data = json.loads(rep.to_json())
     assert data["summary"]["findings"] == len(rep.scan.findings)
     assert data["summary"]["person_weeks"] == pytest.approx(rep.effort.total_weeks, abs=0.01)
@@ -234,7 +238,7 @@ def test_markdown_and_html_show_a_finding_as_written(tmp_path: Path) -> None:
         "error",
         "1",
     ]
-    cost_rows = dict(tuple(r) for r in next(t for t in tables.tables if t[0] == ["", ""])[1:])
+    cost_rows = dict(tuple(r) for r in next(t for t in tables.tables if t[0] == ["quantity", "value"])[1:])
     assert cost_rows["verdict"] in ("migrate", "stay") and cost_rows["saving per month"].startswith(("$", "-$", "$-"))
 
 
@@ -317,3 +321,14 @@ def test_the_fixed_sample_differs_from_the_sample_only_in_its_three_fixes() -> N
     assert after.get("host-sync-in-loop", 0) == before["host-sync-in-loop"] - 1
     untouched = {r: n for r, n in before.items() if r not in fixed_rules | {"host-sync-in-loop"}}
     assert all(after.get(r, 0) == n for r, n in untouched.items()), (before, after)
+
+
+def test_effort_units_and_break_even_table_read_as_words() -> None:
+    from xlaport.doctor.effort import EffortRow
+
+    assert EffortRow("kernel", 1, 1, "kernels", 2, 2).amount == "1 kernel"
+    assert EffortRow("device", 3, 3, "findings", 0.1, 0.3).amount == "3 findings"
+    assert EffortRow("device", 1, 0.5, "findings", 0.1, 0.05).amount == "0.5 findings"
+    md = diagnose(SAMPLE, cost=CostInputs("h100_sxm", 64, 0.4, "tpu_v6e", 0.35)).to_markdown()
+    assert not re.search(r"\| 1 (findings|kernels|packages|files) \|", md)
+    assert "| quantity | value |" in md and not re.search(r"^\|( \|)+$", md, re.M)  # no empty header row

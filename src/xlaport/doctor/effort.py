@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..text import plural
 from ..validate import non_negative
 
 __all__ = ["ASSUMPTIONS", "Assumption", "EffortRow", "Effort", "estimate", "assumptions", "parse_assume"]
@@ -72,6 +73,14 @@ class EffortRow:
     unit: str
     weeks_per_unit: float
     weeks: float
+
+    @property
+    def amount(self) -> str:
+        """The units with their noun in the right number: ``"1 kernel"``, ``"3 findings"``, ``"0.5 findings"``."""
+        one = self.unit.removesuffix("s")
+        if float(self.units).is_integer():
+            return plural(int(self.units), one, self.unit)
+        return f"{self.units:g} {self.unit}"
 
 
 @dataclass(frozen=True)

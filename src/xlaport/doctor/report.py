@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import pages
 from ..cost import PRICE_TERMS
 from ..text import plural
 from ..validate import fraction, integer, positive
@@ -216,7 +217,7 @@ class Report:
             for rid, n in s.counts().items():
                 ru = rule(rid)
                 cells = [_code(rid), ru.severity, str(n), *([_md(ru.why)] if detail else [])]
-                cells += [_md(ru.fix), _md(", ".join(ru.docs)) or "–"]
+                cells += [_md(ru.fix), ", ".join(pages.link(d) for d in ru.docs) or "–"]  # titles, linked
                 L.append("| " + " | ".join(cells) + " |")
         if s.findings and max_findings:
             code = (" code |", "---|") if detail else ("", "")
@@ -279,15 +280,13 @@ class Report:
         L += ["", h("Effort"), "", *img("effort", "person-weeks per class")]
         L += ["| class | findings | units | person-weeks per unit | person-weeks |", "|---|---:|---:|---:|---:|"]
         for er in e.rows:
-            L.append(
-                f"| {er.category} | {er.findings} | {er.units:g} {er.unit} | {er.weeks_per_unit:g} | {er.weeks:.2f} |"
-            )
+            L.append(f"| {er.category} | {er.findings} | {er.amount} | {er.weeks_per_unit:g} | {er.weeks:.2f} |")
         L.append(f"| validation | | | {e.value('validation_share'):g} × engineering | {e.validation_weeks:.2f} |")
         L.append(f"| **total** | {len(s.findings)} | | | **{e.total_weeks:.2f}** |")
         L += ["", "Assumptions (override in `[tool.xlaport.effort]` or with `--assume KEY=VALUE`):", ""]
         L += [f"- {_code(a.key)} = {a.value:g} {_md(a.unit)}: {_md(a.what)} ({_md(a.source)})" for a in e.assumptions]
         if self.cost is not None:
-            L += ["", h("Break-even"), "", *img("cost", "cumulative net"), "| | |", "|---|---|"]
+            L += ["", h("Break-even"), "", *img("cost", "cumulative net"), "| quantity | value |", "|---|---|"]
             for k, v in _cost_rows(self.cost):
                 L.append(f"| {_md(k)} | {_md(v)} |")
         L += ["", "Times: " + ", ".join(f"{k} {v:.1f} s" for k, v in self.timings.items()) + "."]

@@ -6,6 +6,8 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
+from .. import pages
+from ..text import plural
 from .rules import RULES, rule
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -29,7 +31,7 @@ def summary_line(res: ScanResult) -> str:
     extra = f"; {len(res.warnings)} not scanned" if res.warnings else ""
     sup = f"; {res.suppressed} suppressed" if res.suppressed else ""
     return (
-        f"{len(res.findings)} finding{'s' if len(res.findings) != 1 else ''} ({parts}) in {res.files:,} files, "
+        f"{len(res.findings)} finding{'s' if len(res.findings) != 1 else ''} ({parts}) in {plural(res.files, 'file')}, "
         f"{res.lines:,} lines{sup}{extra}; {res.seconds:.2f} s"
     )
 
@@ -161,9 +163,8 @@ def to_markdown(res: ScanResult, max_findings: int | None = 200) -> str:
         lines += ["| rule | severity | findings | why | fix | chapter |", "|---|---|---:|---|---|---|"]
         for rid, n in counts.items():
             r = rule(rid)
-            lines.append(
-                f"| `{rid}` | {r.severity} | {n} | {_md(r.why)} | {_md(r.fix)} | {_md(', '.join(r.docs)) or '–'} |"
-            )
+            book = ", ".join(pages.link(d) for d in r.docs) or "–"  # chapter titles, linked
+            lines.append(f"| `{rid}` | {r.severity} | {n} | {_md(r.why)} | {_md(r.fix)} | {book} |")
         lines += ["", "## Findings", "", "| where | severity | rule | what | fix |", "|---|---|---|---|---|"]
         shown = res.findings if max_findings is None else res.findings[:max_findings]
         for f in shown:
@@ -195,7 +196,8 @@ def table(res: ScanResult, max_findings: int | None = None, color: bool = False)
         out.append(f"{'rule':<{w}}  {'severity':<8} {'count':>6}  fix | chapter")
         for rid, n in counts.items():
             r = rule(rid)
-            out.append(f"{rid:<{w}}  {r.severity:<8} {n:>6}  {r.fix} | {', '.join(r.docs) or '-'}")
+            book = "; ".join(pages.title(d) for d in r.docs) or "-"  # chapter titles, not paths
+            out.append(f"{rid:<{w}}  {r.severity:<8} {n:>6}  {r.fix} | {book}")
     for wn in res.warnings:
         out.append(f"{wn.path}: not scanned: {wn.reason}")
     out.append(summary_line(res))
