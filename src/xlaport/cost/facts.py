@@ -208,7 +208,7 @@ def reference_rows() -> list[dict[str, Any]]:
     """Every chip fact as a row for the book's reference table.
 
     Keys: ``chip``, ``quantity``, ``value``, ``unit``, ``source``, ``date``, ``verified`` (bool),
-    ``evidence`` (V/V2/U), ``note``.
+    ``evidence`` (V/V2/U), ``note``, ``checked`` (the day the value was last read).
     """
     rows = []
     for c in _chips().values():
@@ -224,6 +224,7 @@ def reference_rows() -> list[dict[str, Any]]:
                     "verified": f.verified,
                     "evidence": f.evidence,
                     "note": f.note,
+                    "checked": f.checked,
                 }
             )
     return rows
@@ -233,7 +234,7 @@ def claim_rows() -> list[dict[str, Any]]:
     """Every published figure (vendor claims, launch-coverage figures) as a row for the book.
 
     Keys: ``claim``, ``value``, ``unit``, ``chip`` (id or ``""``), ``chips`` (count or ``None``),
-    ``source``, ``date``, ``verified``, ``evidence``, ``note``.
+    ``source``, ``date``, ``verified``, ``evidence``, ``note``, ``checked``.
     """
     return [
         {
@@ -247,6 +248,7 @@ def claim_rows() -> list[dict[str, Any]]:
             "verified": f.verified,
             "evidence": f.evidence,
             "note": f.note,
+            "checked": f.checked,
         }
         for k, f in _claims().items()
     ]

@@ -34,24 +34,24 @@ def render() -> str:
         f"{info['compiled']}) when the site is built; `xlaport cost chips` prints the same facts. Evidence: "
         "**V** read in the primary source, **V2** seen only through a copy, **U** unverified.",
         "",
-        "| chip | quantity | value | evidence | source (date) | note |",
+        "| chip | quantity | value | evidence | source (date published; read) | note |",
         "|---|---|---|---|---|---|",
     ]
     for r in reference_rows():
         lines.append(
             f"| {cell(r['chip'])} | `{r['quantity']}` | {cell(_fmt_value(r['value'], r['unit']))} | "
-            f"{r['evidence']} | {cell(r['source'])} ({r['date']}) | {cell(r['note'])} |"
+            f"{r['evidence']} | {cell(r['source'])} ({r['date']}; read {r['checked']}) | {cell(r['note'])} |"
         )
     lines += [
         "",
         "## Published figures the chapter checks",
         "",
-        "| claim | value | evidence | source (date) | note |",
+        "| claim | value | evidence | source (date published; read) | note |",
         "|---|---|---|---|---|",
     ]
     for r in claim_rows():
         lines.append(
             f"| `{r['claim']}` | {cell(_fmt_value(r['value'], r['unit']))} | {r['evidence']} | "
-            f"{cell(r['source'])} ({r['date']}) | {cell(r['note'])} |"
+            f"{cell(r['source'])} ({r['date']}; read {r['checked']}) | {cell(r['note'])} |"
         )
     return "\n".join(lines) + "\n"
