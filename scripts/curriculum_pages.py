@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 from xlaport.exercises.curriculum import SESSIONS
+from xlaport.text import escape_dollars
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMINGS = ROOT / "_build" / "executed" / "timings.json"
@@ -123,9 +124,10 @@ def sessions_md(timings: dict[str, float], root: Path = ROOT, wpm: int = WORDS_P
     """The session table (pages, prerequisites, each part of a session's time) and the per-exercise estimates."""
     install = install_minutes(venv)
     lines = [
-        "| session | pages | needs | run (s) | reading (min) | exercises (min) | setup (min) | discussion (min) "
-        "| minutes |",
-        "|---|---|---|--:|--:|--:|--:|--:|--:|",
+        # the total first: the number a team lead comes for stays on screen when the table scrolls on a phone
+        "| session | total (min) | pages | needs | run (s) | reading (min) | exercises (min) | setup (min) "
+        "| discussion (min) |",
+        "|---|--:|---|---|--:|--:|--:|--:|--:|",
     ]
     per_exercise = []
     for i, s in enumerate(SESSIONS, 1):
@@ -150,8 +152,8 @@ def sessions_md(timings: dict[str, float], root: Path = ROOT, wpm: int = WORDS_P
         run_s = f"{run:.0f}" + (" (+ not yet run: " + ", ".join(unmeasured) + ")" if unmeasured else "")
         pages = ", ".join(_link(p) for p in s.pages)
         lines.append(
-            f"| {i}. {s.title} | {pages} | {needs} | {run_s} | {math.ceil(words / wpm)} | {ex_min} | "
-            f"{math.ceil(setup)} | {math.ceil(discussion)} | {math.ceil(minutes)} |"
+            f"| {i}. {s.title} | {math.ceil(minutes)} | {pages} | {needs} | {run_s} | {math.ceil(words / wpm)} | "
+            f"{ex_min} | {math.ceil(setup)} | {math.ceil(discussion)} |"
         )
     lines.append("")
     size = (
@@ -183,7 +185,7 @@ def sessions_md(timings: dict[str, float], root: Path = ROOT, wpm: int = WORDS_P
     lines.append("| session | what the discussion should settle |")
     lines.append("|---|---|")
     lines += [f"| {i}. {s.title} | {s.settles} |" for i, s in enumerate(SESSIONS, 1)]
-    return "\n".join(lines) + "\n"
+    return escape_dollars("\n".join(lines) + "\n")
 
 
 # ------------------------------------------------------------------ the decision brief's band
@@ -252,10 +254,10 @@ def decision_md() -> str:
     lines.append(
         f"The last column assumes Trainium2 reaches the same MFU as {tpu.name} (its dense BF16 peak is "
         f"{trn2.peak_bf16_flop_per_s / tpu.peak_bf16_flop_per_s:.2f}× v6e's): a Trainium2 quote below it buys the "
-        "same work for less. The data file has no Trainium2 price; price yours with "
-        "`xlaport cost breakeven --to-chip trn2 --to-price YOUR_QUOTE ...`."
+        "same work for less."  # how to price a quote: the brief's next paragraph (book/decision_brief.md), once
     )
-    return "\n".join(lines) + "\n"
+    # Prices are dollars, not maths: two unescaped $ in a line open a MyST formula that swallows the words between.
+    return escape_dollars("\n".join(lines) + "\n")
 
 
 def write(out_dir: Path, timings_path: Path = TIMINGS) -> list[Path]:

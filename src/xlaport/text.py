@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["plural", "sci", "is_exact_zero_in_e", "by_ratio"]
+__all__ = ["plural", "sci", "is_exact_zero_in_e", "by_ratio", "escape_dollars", "table_lines"]
 
 _EXP_ZERO = re.compile(r"^-?0(\.0*)?e[+-]0+$")
+_CODE_SPAN = re.compile(r"(`+).+?(?<!`)\1(?!`)", re.S)
+_DOLLAR = re.compile(r"(?<!\\)\$")
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
@@ -54,12 +56,25 @@ def by_ratio(ratio: float, above: str, about: str, below: str, tolerance: float 
     return about if ratio >= 1 - tolerance else below
 
 
+def escape_dollars(markdown: str) -> str:
+    """Markdown whose ``$`` signs are dollar signs: each one outside a code span gets a backslash (one already escaped
+    is left alone), so MyST's dollar maths never reads a pair of prices (``$12.29 ... $1.89``) as a formula."""
+    if not isinstance(markdown, str):
+        raise ValueError(f"escape_dollars() takes markdown text, got {type(markdown).__name__}")
+    out, pos = [], 0
+    for m in _CODE_SPAN.finditer(markdown):
+        out += [_DOLLAR.sub(r"\\$", markdown[pos : m.start()]), m.group(0)]
+        pos = m.end()
+    return "".join([*out, _DOLLAR.sub(r"\\$", markdown[pos:])])
+
+
 def table_lines(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """A markdown table's text: a header, a rule, one line per row; a ``|`` or newline in a cell is escaped, so a
-    cell never splits (torch-free: the team table and ``xlaport.notebook.markdown_table`` both use it)."""
+    cell never splits, and a ``$`` outside a code span is a dollar sign, never maths (torch-free: the team table and
+    ``xlaport.notebook.markdown_table`` both use it)."""
 
     def cell(value: object) -> str:
-        return str(value).replace("|", "\\|").replace("\n", " ")
+        return escape_dollars(str(value).replace("|", "\\|").replace("\n", " "))
 
     lines = ["| " + " | ".join(cell(c) for c in columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]

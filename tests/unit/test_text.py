@@ -28,3 +28,26 @@ def test_by_ratio_rejects_what_is_not_a_ratio(ratio: object) -> None:
 def test_by_ratio_rejects_a_bad_tolerance(tolerance: object) -> None:
     with pytest.raises(ValueError, match="tolerance"):
         by_ratio(1.0, "a", "b", "c", tolerance=tolerance)  # type: ignore[arg-type]
+
+
+def test_escape_dollars_keeps_prices_out_of_maths_but_not_code() -> None:
+    from xlaport.text import escape_dollars
+
+    assert escape_dollars("GPU $12.29/h, TPU $1.89/h") == r"GPU \$12.29/h, TPU \$1.89/h"
+    assert escape_dollars(r"already \$3") == r"already \$3"  # not escaped twice
+    assert escape_dollars("run `echo $HOME` for $5") == r"run `echo $HOME` for \$5"  # a code span shows as typed
+    assert escape_dollars("``a`$b`` and $") == r"``a`$b`` and \$"
+    with pytest.raises(ValueError, match="markdown text"):
+        escape_dollars(12.29)  # type: ignore[arg-type]
+
+
+def test_table_lines_escapes_dollars_and_pipes() -> None:
+    from xlaport.text import table_lines
+
+    text = table_lines(["chip", "$ per M tokens"], [["a|b", "$1.20"], ["`x|$y`", 2]])
+    assert text.splitlines() == [
+        r"| chip | \$ per M tokens |",
+        "|---|---|",
+        r"| a\|b | \$1.20 |",
+        r"| `x\|$y` | 2 |",
+    ]
