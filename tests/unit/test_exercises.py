@@ -11,7 +11,6 @@ import pytest
 import torch
 
 import xlaport.exercises as C
-from xlaport.cost import Migration, Side, break_even_current_usd_per_chip_hour, usd_per_million_tokens
 from xlaport.distributed.mesh import fsdp_bytes_per_device
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,7 +23,7 @@ def _is(check: C.Check, passed: bool | None, *words: str) -> None:
 
 
 def test_not_attempted_prints_so() -> None:
-    c = C.check_buckets([10], None, budget=1)
+    c = C.check_buckets(None, budget=1)
     _is(c, None)
     assert str(c).startswith("buckets: not attempted") and not bool(c)
 
@@ -38,14 +37,32 @@ def test_batch_shapes() -> None:
     _is(C.check_batch_shapes([(x, y), (x, pad)], n_items=7), False, "2 are never seen")
 
 
-def test_buckets() -> None:
-    _is(C.check_buckets([120, 250, 301], [128, 256], budget=2), False, "301-frame batch fits no bucket")
-    _is(C.check_buckets([120, 250, 301], [128, 256, 384], budget=2), False, "3 compiles; the budget is 2", "301-frame")
-    _is(C.check_buckets([120, 250, 301], [128, 320], budget=2), True, "2 compiles")
-    _is(C.check_buckets([100, 300], [300], budget=1, max_waste=0.2), False, "padding")
-    _is(C.check_buckets([100, 300], [304], budget=1, max_waste=0.6), True)
-    with pytest.raises(ValueError, match="lengths"):
-        C.check_buckets([0], [8], budget=1)
+def test_chapter_argument_errors_raise() -> None:
+    """A bad argument from the chapter (not the reader's answer) raises a one-line ValueError."""
+    with pytest.raises(ValueError, match="budget"):
+        C.check_buckets(None, budget=0)
+    with pytest.raises(ValueError, match="max_waste"):
+        C.check_buckets(None, budget=2, max_waste=1.5)
+    with pytest.raises(ValueError, match="tokens_per_batch"):
+        C.check_packing(None, (512, 64), 0.1)
+    with pytest.raises(ValueError, match="max_waste"):
+        C.check_packing(None, (64, 512), 1.5)
+    with pytest.raises(ValueError, match="usable"):
+        C.check_fewest_chips(None, usable=0)
+    with pytest.raises(ValueError, match="original"):
+        C.check_offsets_fixed(None, [])
+    with pytest.raises(ValueError, match="reference"):
+        C.check_rewrite(None, None)  # type: ignore[arg-type]
+
+
+def test_hidden_data_is_not_the_chapters() -> None:
+    """The checks run the reader's code on data the chapters never print: lengths past recompile_storms' 300-frame
+    cap, id pairs past op_fallbacks' id_range of 16, head sizes other than attention_numerics' 32."""
+    assert all(max(job) > 300 for job in C.recompile_storms.hidden_batch_lengths())
+    assert max(int(b.max()) for b in C.op_fallbacks.hidden_pair_batches()) >= 16
+    assert {q.shape[-1] for q, _, _ in C.attention_numerics.hidden_attention_inputs()} == {16, 64}
+    assert (24, 96) not in [(rows, dim) for rows, dim in C.custom_kernels.HIDDEN_ARRAYS[1:]]
+    assert ("tpu_v6e", 4096, 2) not in C.predict_before_renting.HIDDEN_LAYERS
 
 
 def _topp_static(logits: torch.Tensor, top_p: float, gen: torch.Generator) -> torch.Tensor:
@@ -68,133 +85,12 @@ def _argmax_all(logits: torch.Tensor, top_p: float, gen: torch.Generator) -> tor
     return torch.randint(0, logits.shape[-1], (logits.shape[0], 1), generator=gen)
 
 
-def test_rewrite() -> None:
-    a = torch.randn(6, 6, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    a = a @ a.T + 6 * torch.eye(6, dtype=torch.float64)
-    b = torch.ones(6, 1, dtype=torch.float64)
-
-    def ref(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        return torch.cholesky_solve(b, torch.linalg.cholesky(a))
-
-    _is(C.check_rewrite(ref, ref, (a, b)), False, "on tpu", "linalg_cholesky_ex")
-    _is(C.check_rewrite(lambda a, b: torch.linalg.solve(a, b), ref, (a, b)), True, "every op runs")
-    _is(C.check_rewrite(lambda a, b: b, ref, (a, b)), False, "max |error|")
-
-
-def test_padded_unique() -> None:
-    g = torch.Generator().manual_seed(0)
-    batches = [torch.randint(0, 3, (12, 2), generator=g) for _ in range(3)]
-
-    def padded(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        key = x[:, 0] * 3 + x[:, 1]
-        first = (key[:, None] == key[None, :]).float().argmax(0) == torch.arange(len(x))
-        order = torch.argsort((~first).to(torch.int8), stable=True)
-        return x[order], first.sum()
-
-    _is(C.check_padded_unique(padded, batches), True, "one output shape")
-    _is(C.check_padded_unique(lambda x: (torch.unique(x, dim=0), torch.tensor(0)), batches), False)
-    u = torch.unique
-
-    def unique_counted(x: torch.Tensor) -> tuple[torch.Tensor, int]:
-        r = u(x, dim=0)
-        return r, len(r)
-
-    _is(C.check_padded_unique(unique_counted, batches), False, "output shapes")
-
-
-def test_view_culprits_and_fix() -> None:
-    ts, sig, lat = torch.arange(5.0), torch.linspace(1, 0, 6), torch.zeros(4)
-    calls = [{"latents": lat, "timestep": ts[i], "sigma": sig[i]} for i in range(5)]
-    _is(C.check_view_culprits(calls, ["timestep", "sigma"]), True)
-    _is(C.check_view_culprits(calls, "timestep"), False, "missed sigma")
-    _is(C.check_view_culprits(calls, ["timestep", "sigma", "latents"]), False, "latents keeps one offset")
-    fixed = [{k: v.clone() for k, v in c.items()} for c in calls]
-    _is(C.check_offsets_fixed(fixed, calls), True)
-    _is(C.check_offsets_fixed(calls, calls), False, "still moves")
-    wrong = [{**c, "sigma": c["sigma"] + 1} for c in fixed]
-    _is(C.check_offsets_fixed(wrong, calls), False, "differs")
-
-
-def test_finite_attention() -> None:
-    from xlaport.numerics.attention import FP16_LOGITS_SCALE, _qkv
-
-    q, k, v = (x.detach() for x in _qkv(torch.device("cpu"), torch.float32, FP16_LOGITS_SCALE))
-    ref = torch.softmax(q @ k.transpose(-1, -2) / 32**0.5, -1) @ v
-    q, k, v = q.half(), k.half(), v.half()
-
-    def naive(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        return torch.softmax(q @ k.transpose(-1, -2) / 32**0.5, -1) @ v
-
-    def scaled_first(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        return torch.softmax((q / 32**0.5) @ k.transpose(-1, -2), -1) @ v
-
-    _is(C.check_finite_attention(naive, (q, k, v), ref, atol=1e-2), False, "non-finite")
-    _is(C.check_finite_attention(scaled_first, (q, k, v), ref, atol=1e-2), True, "torch.float16")
-    _is(C.check_finite_attention(lambda q, k, v: v * 0, (q, k, v), ref, atol=1e-2), False, "from the fp32 reference")
-
-
-def test_masked_softmax() -> None:
-    from xlaport.numerics.attention import safe_softmax
-
-    s = torch.randn(3, 5, generator=torch.Generator().manual_seed(0))
-    keep = torch.tensor([[1, 1, 0, 0, 1], [0, 0, 0, 0, 0], [1, 0, 0, 0, 0]], dtype=torch.bool)
-    _is(C.check_masked_softmax(safe_softmax, s, keep), True, "1 fully masked")
-    _is(C.check_masked_softmax(lambda s, k: torch.softmax(s.masked_fill(~k, float("-inf")), -1), s, keep), False)
-    _is(C.check_masked_softmax(lambda s, k: torch.softmax(s.masked_fill(~k, -1e4), -1), s, keep), False, "must give 0")
-
-
-def test_kernel_port_and_block_shape() -> None:
-    g = torch.Generator().manual_seed(0)
-    x, w = torch.randn(4, 8, generator=g), torch.randn(8, generator=g)
-
-    def ref(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.rms_norm(x, (8,), w, 1e-6)
-
-    def port(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
-
-    _is(C.check_kernel_port(port, ref, (x, w), 1e-5), True)
-    _is(C.check_kernel_port(lambda x, w: port(x, w.detach()), ref, (x, w), 1e-5), False, "no gradient for input 1")
-    _is(C.check_kernel_port(lambda x, w: x * w, ref, (x, w), 1e-5), False, "forward")
-    _is(C.check_block_shape((8, 96), (24, 96)), True, "grid (3, 1)")
-    _is(C.check_block_shape((10, 96), (24, 96)), False, "dim 0: block 10")
-    _is(C.check_block_shape((8, 64), (24, 96)), False, "multiple of 128")
-
-
-def test_cost_checks() -> None:
-    want = usd_per_million_tokens(1000, 2.7, 0.5)
-    _is(C.check_usd_per_million_tokens(want, 1000, 2.7, 0.5), True)
-    _is(C.check_usd_per_million_tokens(want / 2, 1000, 2.7, 0.5), False, "idle hours are paid")
-    _is(C.check_usd_per_million_tokens(want / 1e6, 1000, 2.7, 0.5), False, "a million")
-    cur, new = Side("h100_sxm", 4.0, 0.4), Side("tpu_v6e", 2.7, 0.35)
-    m = Migration(kernels=3, person_weeks_per_kernel=2, port_person_weeks=8, usd_per_person_week=5000)
-    p = break_even_current_usd_per_chip_hour(1e21, cur, new, m, 24)
-    _is(C.check_break_even_price(p, 1e21, cur, new, m, 24), True)
-    _is(C.check_break_even_price(p * 1.5, 1e21, cur, new, m, 24), False, "still pays", "lower")
-    _is(C.check_break_even_price(p * 0.5, 1e21, cur, new, m, 24), False, "higher")
-
-
 def test_scan_clean() -> None:
     _is(C.check_scan_clean("import torch\nx = torch.zeros(2).cuda()\n", ["cuda-device"]), False, "line 2 cuda-device")
     _is(C.check_scan_clean("import torch\nx = torch.zeros(2)\n", ["cuda-device"]), True)
     _is(C.check_scan_clean("def f(:\n", ["cuda-device"]), False, "no longer parses")
     with pytest.raises(ValueError, match="unknown scan rule"):
         C.check_scan_clean("", ["no-such-rule"])
-
-
-def test_packing() -> None:
-    lens = [100, 90, 60, 50, 40, 30, 25]  # 395 tokens
-    _is(C.check_packing(lens, None, (64, 512), 0.1), None)
-    _is(C.check_packing(lens, (64, 2), (64, 512), 0.1), False, "100-token document does not fit a row of 64")
-    _is(C.check_packing(lens, (100, 1), (128, 512), 0.1), False, "100 tokens per batch", "128 to 512")
-    # first fit into rows of 100: [100] [90] [60, 40] [50, 30] [25]: 5 rows, 105 positions of slack
-    _is(C.check_packing(lens, (100, 2), (128, 512), 0.3), False, "34%", "105 at the ends of 5 rows", "1 empty row")
-    _is(C.check_packing(lens, (100, 5), (128, 512), 0.25), True, "one shape (5, 100)", "21% padding")
-    _is(C.check_packing(lens, "big", (64, 512), 0.1), False, "answer must be")
-    with pytest.raises(ValueError, match="tokens_per_batch"):
-        C.check_packing(lens, (100, 1), (512, 64), 0.1)
-    with pytest.raises(ValueError, match="max_waste"):
-        C.check_packing(lens, (100, 1), (64, 512), 1.5)
 
 
 class _Tied(torch.nn.Module):
@@ -219,7 +115,9 @@ def test_tied_weights_on_cpu() -> None:
     _is(C.check_tied_weights(lambda m, d: m.to(d), _Tied, cpu), True, "embed.weight = head.weight")
     _is(C.check_tied_weights(lambda m, d: None, _Tied, cpu), True)  # moved in place
     _is(C.check_tied_weights(_untie, _Tied, cpu), False, "are 2 tensors", "tie_weights")
-    _is(C.check_tied_weights(lambda m, d: _untie(m, d).tie_weights(), _Tied, cpu), True)
+    _is(C.check_tied_weights(lambda m, d: (m.tie_weights(), m)[1], _Tied, cpu), True, "encoder.tokens.weight")
+    # untying by the chapter model's names breaks on the model the check adds, which has other names
+    _is(C.check_tied_weights(lambda m, d: _untie(m, d).tie_weights(), _Tied, cpu), False, "no attribute 'head'")
     _is(C.check_tied_weights(lambda m, d: m, _Tied, torch.device("meta")), False, "is on cpu, not meta")
     _is(C.check_tied_weights(lambda m, d: 1 / 0, _Tied, cpu), False, "ZeroDivisionError")
     with pytest.raises(ValueError, match="no tied weights"):
@@ -252,19 +150,20 @@ def test_tied_weights_and_matmul_precision_on_xla(fresh_python: Any) -> None:
         x = torch.randn(32, 256, generator=g)
         with torch.no_grad():
             ref = model(x)
-        dmodel, dx = model.to(t.device), x.to(t.device)
+        import copy
+        dmodel = copy.deepcopy(model).to(t.device)
         tol = precision.HF_TOLERANCES["float32"]
         def highest(m, x):
             torch.set_float32_matmul_precision("highest")
             return m(x)
-        print("DEFAULT", check_matmul_precision(lambda m, x: m(x), dmodel, dx, ref, t, tol))
-        print("HIGHEST", check_matmul_precision(highest, dmodel, dx, ref, t, tol))
-        print("ONCPU", check_matmul_precision(lambda m, x: m(x).cpu(), dmodel, dx, ref, t, tol))
-        print("COPIED", check_matmul_precision(lambda m, x: ref, dmodel, dx, ref, t, tol))
-        print("GARBAGE", check_matmul_precision(lambda m, x: None, dmodel, dx, ref, t, tol))
-        print("NONE", check_matmul_precision(None, dmodel, dx, ref, t, tol))
+        print("DEFAULT", check_matmul_precision(lambda m, x: m(x), model, dmodel, x, t, tol))
+        print("HIGHEST", check_matmul_precision(highest, model, dmodel, x, t, tol))
+        print("ONCPU", check_matmul_precision(lambda m, x: m(x).cpu(), model, dmodel, x, t, tol))
+        print("COPIED", check_matmul_precision(lambda m, x: ref.to(t.device), model, dmodel, x, t, tol))
+        print("GARBAGE", check_matmul_precision(lambda m, x: None, model, dmodel, x, t, tol))
+        print("NONE", check_matmul_precision(None, model, dmodel, x, t, tol))
         try:
-            check_matmul_precision(None, dmodel, dx, ref, xlaport.profile("neuron"), tol)
+            check_matmul_precision(None, model, dmodel, x, xlaport.profile("neuron"), tol)
         except ValueError as e:
             print("NORULE", e)
     """
@@ -274,7 +173,7 @@ def test_tied_weights_and_matmul_precision_on_xla(fresh_python: Any) -> None:
     assert out["DEFAULT"].startswith("DEFAULT fail") and "'default' is the target's default" in out["DEFAULT"]
     assert out["HIGHEST"].startswith("HIGHEST pass") and "6 passes" in out["HIGHEST"], out["HIGHEST"]
     assert out["ONCPU"].startswith("ONCPU fail") and "came from cpu" in out["ONCPU"], out["ONCPU"]
-    assert out["COPIED"].startswith("COPIED fail") and "came from cpu" in out["COPIED"], out["COPIED"]  # the reference
+    assert out["COPIED"].startswith("COPIED fail") and "never shows" in out["COPIED"], out["COPIED"]  # copied logits
     assert out["GARBAGE"].startswith("GARBAGE fail"), out["GARBAGE"]
     assert "not attempted" in out["NONE"] and "no matmul_precision rule" in out["NORULE"]
 
@@ -305,25 +204,12 @@ def test_stream_port() -> None:
         C.check_stream_port(None, lambda dm, x, w: 3, xs)
 
 
-def test_fsdp_chips() -> None:
+def test_fsdp_accounting() -> None:
     shapes = {"embed": (1000, 100), "w1": (100, 100), "w2": (100, 400), "bias": (100,)}
-    # 100,000 + 10,000 + 40,000 + 100 = 150,100 parameters; 16 bytes each sharded, the embedding gathered (400 kB)
+    # 100,000 + 10,000 + 40,000 + 100 = 150,100 parameters
     assert fsdp_bytes_per_device(shapes, 1) == 150_100 * 4
     assert fsdp_bytes_per_device(shapes, 4) == (250 * 100 + 25 * 100 + 100 * 100 + 25) * 4
     assert fsdp_bytes_per_device({"odd": (10,)}, 4) == 3 * 4  # uneven: shards of ceil(10 / 4)
-    need = {n: fsdp_bytes_per_device(shapes, n, 16) + 400_000 for n in (1, 2, 4, 8)}
-    budget = (need[4] + need[2]) / 2  # 4 chips fit, 2 do not
-    _is(C.check_fsdp_chips(None, shapes, budget, batch=8), None)
-    _is(C.check_fsdp_chips(4, shapes, budget, batch=8), True, "4 chips", "2 chips would need")
-    _is(C.check_fsdp_chips(2, shapes, budget, batch=8), False, "on 2 chips", "gathered whole", "the budget is")
-    _is(C.check_fsdp_chips(8, shapes, budget, batch=8), False, "but 4 chips fit too")
-    _is(C.check_fsdp_chips(3, shapes, budget, batch=8), False, "does not split evenly over 3")
-    _is(C.check_fsdp_chips(2.5, shapes, budget, batch=8), False, "whole number")
-    _is(C.check_fsdp_chips("many", shapes, budget, batch=8), False, "whole number")
-    with pytest.raises(ValueError, match="budget_bytes"):
-        C.check_fsdp_chips(4, shapes, 0, batch=8)
-    with pytest.raises(ValueError, match="dimensions must be positive"):
-        C.check_fsdp_chips(4, {"w": (0, 3)}, budget, batch=8)
 
 
 # ------------------------------------------------------------------ every chapter: >= 2 checked exercises

@@ -8,17 +8,22 @@ stand-ins) and its answers; sessions 1 and 2 have their own file (``test_exercis
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
 import xlaport.exercises as X
-from xlaport.cost import Migration, Side, break_even_current_usd_per_chip_hour, usd_per_million_tokens
-from xlaport.distributed.mesh import fsdp_bytes_per_device
-from xlaport.numerics.attention import FP16_LOGITS_SCALE, _qkv, safe_softmax
+from xlaport.cost import Migration, Side, break_even_current_usd_per_chip_hour
+from xlaport.distributed.mesh import fsdp_bytes_per_device, largest_parameter
+from xlaport.numerics.attention import safe_softmax
+from xlaport.recompile.buckets import choose_buckets
+from xlaport.recompile.guards import logical_storage_offset
+from xlaport.recompile.packing import pack
 
 
 @dataclass
@@ -28,75 +33,131 @@ class Case:
     wrong: dict[str, tuple[Any, str]] = field(default_factory=dict)  # name -> (answer, words the message must hold)
 
 
+ROOT = Path(__file__).resolve().parents[2]
 G = torch.Generator().manual_seed(0)
 CASES: dict[str, Case] = {}
 
+
 # ------------------------------------------------------------------ recompile_storms
-LENS = [120, 250, 301, 140, 260, 90, 310, 180]
+def _quantile(lengths: list[int], budget: int) -> list[int]:
+    return choose_buckets(lengths, f"quantile:{budget}")
+
+
+CHAPTER_BATCHES = [128, 256]  # the recompile_storms chapter's own buckets, as a learner might copy them
 CASES["recompile-storms-budget"] = Case(
-    lambda a: X.check_buckets(LENS, a, budget=2),
-    [180, 320],
+    lambda a: X.check_buckets(a, budget=2),
+    _quantile,
     {
-        "the chapter's buckets": ([128, 256], "fits no bucket"),
-        "one bucket per length": (sorted(set(LENS)), "compiles; the budget is 2"),
-        "powers of two": ([128, 256, 512], "compiles; the budget is 2"),
-        "zero-length bucket": ([0, 512], "positive"),
-        "not numbers": (["small", "large"], "whole numbers"),
+        "the chapter's buckets, copied": (lambda lengths, budget: CHAPTER_BATCHES, "fits no bucket"),
+        "the chapter's buckets as a value": (CHAPTER_BATCHES, "answer must be a function"),
+        "one bucket per length": (lambda lengths, budget: sorted(set(lengths)), "compiles; the budget is 2"),
+        "powers of two": (lambda lengths, budget: choose_buckets(lengths, "pow2"), "compiles; the budget is 2"),
+        "the budget ignored": (lambda lengths, budget: _quantile(lengths, 4), "compiles; the budget is 2"),
+        "quantiles not rounded up past the longest": (
+            lambda lengths, budget: [sorted(lengths)[len(lengths) // 2], sorted(lengths)[-2]],
+            "fits no bucket",
+        ),
+        "zero-length bucket": (lambda lengths, budget: [0, max(lengths)], "positive"),
+        "not numbers": (lambda lengths, budget: ["small", "large"], "whole numbers"),
     },
 )
 CASES["recompile-storms-waste"] = Case(
-    lambda a: X.check_buckets(LENS, a, budget=3, max_waste=0.2),
-    [140, 260, 310],
+    lambda a: X.check_buckets(a, budget=3, max_waste=0.2),
+    _quantile,
     {
-        "one big bucket": ([512], "padding"),
-        "the largest length only": ([310], "padding"),
-        "four buckets": ([120, 180, 260, 310], "compiles; the budget is 3"),
-        "too small": ([128, 256, 300], "fits no bucket"),
+        "one big bucket": (lambda lengths, budget: [max(lengths)], "padding"),
+        "two buckets kept": (lambda lengths, budget: _quantile(lengths, 2), "padding"),
+        "evenly spaced up to the longest": (
+            lambda lengths, budget: [max(lengths) * (j + 1) // budget for j in range(budget)],
+            "padding",
+        ),
+        "four buckets": (lambda lengths, budget: _quantile(lengths, 4), "compiles; the budget is 3"),
     },
 )
+
 
 # ------------------------------------------------------------------ sd3_view_offsets
-TS, SIG, LAT = torch.arange(5.0), torch.linspace(1, 0, 6), torch.zeros(4)
-CALLS = [{"latents": LAT, "timestep": TS[i], "sigma": SIG[i]} for i in range(5)]
+def _moving(calls: list[dict[str, Any]]) -> set[str]:
+    tensors = [k for k, v in calls[0].items() if torch.is_tensor(v)]
+    return {k for k in tensors if len({logical_storage_offset(c[k]) for c in calls}) > 1}
+
+
 CASES["sd3-culprits"] = Case(
-    lambda a: X.check_view_culprits(CALLS, a),
-    ["timestep", "sigma"],
+    lambda a: X.check_view_culprits(a),
+    _moving,
     {
-        "only the timestep": ("timestep", "missed sigma"),
-        "every argument": (["latents", "timestep", "sigma"], "latents keeps one offset"),
-        "the buffer's name": (["timesteps"], "missed"),
+        "the chapter's names, copied": (lambda calls: {"timestep", "sigma_next"}, "missed"),
+        "the names as a value": ({"timestep", "sigma_next"}, "answer must be a function"),
+        "every view": (lambda calls: {k for k, v in calls[0].items() if v._base is not None}, "keep one offset"),
+        "the address changes": (
+            lambda calls: {k for k in calls[0] if len({c[k].data_ptr() for c in calls}) > 1},
+            "noise keeps one offset",
+        ),
+        "the values change": (
+            lambda calls: {k for k in calls[0] if not all(torch.equal(c[k], calls[0][k]) for c in calls)},
+            "keeps one offset",
+        ),
+        "only the first step looked at": (
+            lambda calls: {k for k, v in calls[0].items() if v.storage_offset() > 0},
+            "missed t",
+        ),
     },
 )
-FIXED = [{k: v.clone() for k, v in c.items()} for c in CALLS]
+
+
+def _loop(ts: torch.Tensor, sg: torch.Tensor) -> list[dict[str, torch.Tensor]]:
+    lat, scales = torch.zeros(4), torch.tensor([1.0, 4.5])
+    return [{"latents": lat, "timestep": ts[i], "sigma_next": sg[i + 1], "scale": scales[1]} for i in range(len(ts))]
+
+
+def _fixed(ts: torch.Tensor, sg: torch.Tensor) -> list[dict[str, torch.Tensor]]:
+    return [{k: v.clone() for k, v in c.items()} for c in _loop(ts, sg)]
+
+
+_CHAPTER_TS, _CHAPTER_SG = torch.linspace(1000, 0, 5), torch.linspace(1, 0, 6)
 CASES["sd3-fix"] = Case(
-    lambda a: X.check_offsets_fixed(a, CALLS),
-    FIXED,
+    lambda a: X.check_offsets_fixed(a, _loop),
+    _fixed,
     {
-        "the original loop": (CALLS, "still moves"),
-        "values changed": ([{**c, "sigma": c["sigma"] + 1} for c in FIXED], "differs"),
-        "a step dropped": (FIXED[:-1], "4 steps, the loop has 5"),
-        "an argument dropped": ([{k: v for k, v in c.items() if k != "sigma"} for c in FIXED], "missing"),
-        ".item() floats": ([{**c, "sigma": float(c["sigma"])} for c in FIXED], "specializes on a Python number"),
+        "the original loop": (_loop, "still moves"),
+        "the chapter's schedule, not the argument": (
+            lambda ts, sg: _fixed(_CHAPTER_TS, _CHAPTER_SG),
+            "steps, the loop has",
+        ),
+        "calls as a value": (_fixed(_CHAPTER_TS, _CHAPTER_SG), "answer must be a function"),
+        "values changed": (
+            lambda ts, sg: [{**c, "sigma_next": c["sigma_next"] + 1} for c in _fixed(ts, sg)],
+            "differs",
+        ),
+        "off by one step": (lambda ts, sg: _fixed(sg[1:], sg), "differs"),
+        "an argument dropped": (
+            lambda ts, sg: [{k: v for k, v in c.items() if k != "scale"} for c in _fixed(ts, sg)],
+            "missing",
+        ),
+        ".item() floats": (
+            lambda ts, sg: [{**c, "timestep": float(c["timestep"])} for c in _fixed(ts, sg)],
+            "specializes on a Python number",
+        ),
     },
 )
+
 
 # ------------------------------------------------------------------ op_fallbacks
-_A = torch.randn(6, 6, generator=G, dtype=torch.float64)
-_A = _A @ _A.T + 6 * torch.eye(6, dtype=torch.float64)
-_B = torch.ones(6, 1, dtype=torch.float64)
-
-
 def _chol(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.cholesky_solve(b, torch.linalg.cholesky(a))
 
 
+_A6 = torch.eye(6, dtype=torch.float64) * 3
+_B6 = torch.ones(6, 1, dtype=torch.float64)
 CASES["op-fallbacks-solve"] = Case(
-    lambda a: X.check_rewrite(a, _chol, (_A, _B)),
+    lambda a: X.check_rewrite(a, _chol),
     lambda a, b: torch.linalg.solve(a, b),
     {
         "the original": (_chol, "on tpu"),
-        "the inverse, transposed": (lambda a, b: torch.linalg.inv(a).T @ b.T, "shape"),
-        "float32 on the way": (lambda a, b: torch.linalg.solve(a.float(), b.float()).double() * 1.01, "max |error|"),
+        "the chapter's system, not the arguments": (lambda a, b: torch.linalg.solve(_A6, _B6), "shape"),
+        "the inverse, transposed": (lambda a, b: (torch.linalg.inv(a).T @ b.T).T, "shape"),
+        "float32 on the way": (lambda a, b: torch.linalg.solve(a.float(), b.float()).double(), "max |error|"),
+        "one right-hand side only": (lambda a, b: torch.linalg.solve(a, b[:, :1]), "right-hand side(s): shape"),
         "the factorization kept": (
             lambda a, b: torch.linalg.solve_triangular(
                 torch.linalg.cholesky(a).T,
@@ -107,14 +168,19 @@ CASES["op-fallbacks-solve"] = Case(
         ),
     },
 )
-_PAIRS = [torch.randint(0, 3, (12, 2), generator=G) for _ in range(3)]
 
 
 def _padded(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    key = x[:, 0] * 3 + x[:, 1]
-    first = (key[:, None] == key[None, :]).float().argmax(0) == torch.arange(len(x))
+    same = (x[:, None, :] == x[None, :, :]).all(-1)
+    first = same.int().argmax(0) == torch.arange(len(x))
     order = torch.argsort((~first).to(torch.int8), stable=True)
     return x[order], first.sum()
+
+
+def _keyed16(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # the chapter's id_range as the key's base
+    key = x[:, 0] * 16 + x[:, 1]
+    first = (key[:, None] == key[None, :]).int().argmax(0) == torch.arange(len(x))
+    return x[torch.argsort((~first).int(), stable=True)], first.sum()
 
 
 def _counted_unique(x: torch.Tensor) -> tuple[torch.Tensor, int]:
@@ -122,37 +188,52 @@ def _counted_unique(x: torch.Tensor) -> tuple[torch.Tensor, int]:
     return r, len(r)
 
 
+def _unique_padded(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # one shape, but unique_dim on the way
+    r = torch.unique(x, dim=0)
+    return torch.cat([r, x[: len(x) - len(r)]]), torch.tensor(len(r))
+
+
 CASES["op-fallbacks-dedup"] = Case(
-    lambda a: X.check_padded_unique(a, _PAIRS),
+    lambda a: X.check_padded_unique(a),
     _padded,
     {
-        "torch.unique": (_counted_unique, "output shapes"),
+        "torch.unique": (_counted_unique, "output shape"),
+        "torch.unique, padded back": (_unique_padded, "on tpu"),
+        "the chapter's key base": (_keyed16, "different pairs got one key"),
         "count of all rows": (lambda x: (x, len(x)), "distinct pairs expected"),
         "sorted, not deduplicated": (lambda x: (x.sort(0).values, torch.tensor(len(x))), "distinct pairs expected"),
     },
 )
 
+
 # ------------------------------------------------------------------ attention_numerics
-_q, _k, _v = (x.detach() for x in _qkv(torch.device("cpu"), torch.float32, FP16_LOGITS_SCALE))
-_REF = torch.softmax(_q @ _k.transpose(-1, -2) / 32**0.5, -1) @ _v
-_QKV = (_q.half(), _k.half(), _v.half())
+def _scaled(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return torch.softmax((q / q.shape[-1] ** 0.5) @ k.transpose(-1, -2), -1) @ v
+
+
 CASES["attention-fp16"] = Case(
-    lambda a: X.check_finite_attention(a, _QKV, _REF, atol=1e-2),
-    lambda q, k, v: torch.softmax((q / 32**0.5) @ k.transpose(-1, -2), -1) @ v,
+    lambda a: X.check_finite_attention(a, atol=1e-2),
+    _scaled,
     {
-        "the naive order": (lambda q, k, v: torch.softmax(q @ k.transpose(-1, -2) / 32**0.5, -1) @ v, "non-finite"),
+        "the naive order": (
+            lambda q, k, v: torch.softmax(q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5, -1) @ v,
+            "non-finite",
+        ),
         "scale forgotten": (lambda q, k, v: torch.softmax(q @ k.transpose(-1, -2), -1) @ v, "non-finite"),
+        "the chapter's head size": (
+            lambda q, k, v: torch.softmax((q / 32**0.5) @ k.transpose(-1, -2), -1) @ v,
+            "from the fp32 reference softmax(q kᵀ / sqrt(64)) v",
+        ),
         "zeros": (lambda q, k, v: v * 0, "from the fp32 reference"),
-        "nan_to_num after": (
-            lambda q, k, v: torch.nan_to_num(torch.softmax(q @ k.transpose(-1, -2) / 32**0.5, -1)) @ v,
-            "gradient of q, k is not",
+        "nan_to_num on the output": (
+            lambda q, k, v: torch.nan_to_num(torch.softmax(q @ k.transpose(-1, -2) / 8, -1) @ v),
+            "forward finite, gradient of q, k",
         ),
     },
 )
-_S = torch.randn(3, 5, generator=G)
-_KEEP = torch.tensor([[1, 1, 0, 0, 1], [0, 0, 0, 0, 0], [1, 0, 0, 0, 0]], dtype=torch.bool)
+_KEEP_CHAPTER = torch.ones(2, 4, 6, dtype=torch.bool)
 CASES["attention-masked"] = Case(
-    lambda a: X.check_masked_softmax(a, _S, _KEEP),
+    lambda a: X.check_masked_softmax(a),
     safe_softmax,
     {
         "-inf fill": (lambda s, k: torch.softmax(s.masked_fill(~k, float("-inf")), -1), "non-finite"),
@@ -162,38 +243,49 @@ CASES["attention-masked"] = Case(
             "must give 0",
         ),
         "mask ignored": (lambda s, k: torch.softmax(s, -1), "must give 0"),
+        "the chapter's mask, not the argument": (
+            lambda s, k: torch.softmax(s.masked_fill(~_KEEP_CHAPTER, -1e4), -1),
+            "raised RuntimeError",
+        ),
+        "zeroed but not renormalised": (lambda s, k: torch.softmax(s, -1) * k, "from a softmax over the kept"),
     },
 )
 
+
 # ------------------------------------------------------------------ custom_kernels
-_X, _W = torch.randn(4, 8, generator=G), torch.randn(8, generator=G)
-
-
 def _rms(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    return torch.nn.functional.rms_norm(x, (8,), w, 1e-6)
+    return torch.nn.functional.rms_norm(x, (x.shape[-1],), w, 1e-6)
 
 
 CASES["kernels-fallback"] = Case(
-    lambda a: X.check_kernel_port(a, _rms, (_X, _W), 1e-5),
+    lambda a: X.check_kernel_port(a, _rms, 1e-4),
     lambda x, w: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w,
     {
         "weight detached": (
             lambda x, w: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w.detach(),
             "no gradient for input 1",
         ),
-        "layer norm instead": (lambda x, w: torch.nn.functional.layer_norm(x, (8,)) * w, "forward"),
-        "no epsilon, sum not mean": (lambda x, w: x * torch.rsqrt(x.pow(2).sum(-1, keepdim=True)) * w, "forward"),
+        "the variance, not the mean of squares": (
+            lambda x, w: x * torch.rsqrt(x.var(-1, keepdim=True, unbiased=False) + 1e-6) * w,
+            "forward max |error|",
+        ),
+        "no epsilon": (lambda x, w: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True)) * w, "keep eps inside"),
+        "the chapter's dim": (lambda x, w: torch.nn.functional.rms_norm(x, (96,), w, 1e-6), "raised RuntimeError"),
+        "layer norm instead": (lambda x, w: torch.nn.functional.layer_norm(x, (x.shape[-1],)) * w, "forward"),
         "under no_grad": (lambda x, w: torch.no_grad()(_rms)(x, w), "not differentiable"),
     },
 )
 CASES["kernels-block"] = Case(
-    lambda a: X.check_block_shape(a, (24, 96)),
-    (8, 96),
+    lambda a: X.check_block_shape(a),
+    lambda shape: (8 if shape[0] >= 8 else shape[0], shape[1]),
     {
-        "a CUDA tile": ((16, 64), "multiple of 128"),
-        "not a multiple of 8": ((10, 96), "dim 0: block 10"),
-        "bigger than the array": ((32, 96), "larger than the array"),
-        "one dim": ((8,), "1 dims"),
+        "the chapter's block, copied": (lambda shape: (8, 96), "neither a multiple of 128 nor the full dim"),
+        "a block as a value": ((8, 96), "answer must be a function"),
+        "a CUDA tile": (lambda shape: (16, 64), "multiple of 128"),
+        "a lane-width column block": (lambda shape: (8, 128), "larger than the array"),
+        "the whole array": (lambda shape: shape, "rows in one block"),
+        "eight rows, even for fewer": (lambda shape: (8, shape[1]), "larger than the array's 5"),
+        "a quarter of the rows": (lambda shape: (shape[0] // 4, shape[1]), "dim 0: block"),
     },
 )
 
@@ -210,33 +302,59 @@ class _Tied(torch.nn.Module):
         self.head.weight = self.embed.weight
 
 
-def _untie(m: _Tied, d: Any) -> _Tied:  # what moving does on an XLA device: a second tensor
-    m.head.weight = torch.nn.Parameter(m.head.weight.detach().clone())
+def _retie(m: Any, d: Any) -> Any:
+    m = m.to(d)
+    m.tie_weights()
+    return m
+
+
+def _hard_coded_retie(m: Any, d: Any) -> Any:  # the chapter's model's names, not the model's own method
+    m = m.to(d)
+    m.head.weight = m.embed.weight
     return m
 
 
 CASES["beyond-forward-retie"] = Case(
     lambda a: X.check_tied_weights(a, _Tied, torch.device("meta")),
-    lambda m, d: _untie(m.to(d), d).tie_weights(),
+    _retie,
     {
-        "move only (untied on the device)": (lambda m, d: _untie(m.to(d), d), "are 2 tensors"),
+        "move only (untied on the device)": (lambda m, d: m.to(d), "are 2 tensors"),
         "not moved": (lambda m, d: m.tie_weights(), "is on cpu, not meta"),
+        "re-tied by the chapter's names": (_hard_coded_retie, "has no attribute 'embed'"),
+        "tied before the move": (lambda m, d: (m.tie_weights(), m.to(d))[1], "are 2 tensors"),
         "a copy of the weight": (
             lambda m, d: setattr(m.to(d).head, "weight", torch.nn.Parameter(m.embed.weight.clone())),
             "are 2 tensors",
         ),
-        "returns a new untied model": (lambda m, d: _untie(_Tied().to(d), d), "are 2 tensors"),
+        "a model as the answer": (_Tied(), "answer must be a function"),
     },
 )
-_DOCS = [100, 90, 60, 50, 40, 30, 25]
+
+
+def _least_padding(lengths: list[int], tokens: tuple[int, int], max_waste: float) -> tuple[int, int]:
+    least, most = tokens
+
+    def share(row: int, k: int) -> float:
+        n = len(pack(lengths, row, "first_fit"))
+        return 1 - sum(lengths) / (-(-n // k) * k * row)
+
+    shortest = -(-max(lengths) // 8) * 8
+    plans = [(r, k) for r in range(shortest, most + 1, 8) for k in range(1, most // r + 1) if r * k >= least]
+    return min(plans, key=lambda p: share(*p))
+
+
 CASES["beyond-forward-packing"] = Case(
-    lambda a: X.check_packing(_DOCS, a, (128, 512), 0.25),
-    (100, 5),
+    lambda a: X.check_packing(a, (512, 1024), 0.05),
+    _least_padding,
     {
-        "rows shorter than the longest document": ((64, 4), "does not fit a row of 64"),
-        "one row per batch": ((100, 1), "tokens per batch"),
-        "too few rows per batch": ((100, 2), "padding"),
-        "a batch too big": ((128, 8), "tokens per batch"),
+        "the chapter's plan, copied": (lambda lengths, tokens, waste: (128, 1), "does not fit a row of 128"),
+        "a plan as a value": ((984, 1), "answer must be a function"),
+        "rows just long enough, as many as fit": (
+            lambda lengths, tokens, waste: (-(-max(lengths) // 8) * 8, tokens[1] // (-(-max(lengths) // 8) * 8)),
+            "empty rows filling the last batch",
+        ),
+        "one row of the most tokens": (lambda lengths, tokens, waste: (tokens[1], 1), "padding (limit 5%)"),
+        "too few tokens per step": (lambda lengths, tokens, waste: (max(lengths), 1), "tokens per batch"),
     },
 )
 
@@ -260,73 +378,182 @@ CASES["distributed-streams"] = Case(
         "polls the stream": (lambda dm, x, w: (dm.Stream().query(), (x @ w, x.sum()))[1], "raises"),
         "one output dropped": (lambda dm, x, w: (x @ w,), "1 output,"),
         "an output changed": (lambda dm, x, w: (x @ w, x.mean()), "output 1 differs"),
+        "the chapter's tensors, not the arguments": (
+            lambda dm, x, w: (_XS[0] @ _XS[1], _XS[0].sum()),
+            "compute from the arguments",
+        ),
     },
 )
-_SHAPES = {"embed": (1000, 100), "w1": (100, 100), "w2": (100, 400), "bias": (100,)}
-_NEED = {n: fsdp_bytes_per_device(_SHAPES, n, 16) + 400_000 for n in (1, 2, 4, 8)}
-_BUDGET = (_NEED[4] + _NEED[2]) / 2
+
+
+def _fewest(shapes: dict[str, Any], budget: float, batch: int) -> int:
+    gathered = largest_parameter(shapes) * 4
+    return next(
+        n for n in range(1, batch + 1) if batch % n == 0 and fsdp_bytes_per_device(shapes, n, 16) + gathered <= budget
+    )
+
+
 CASES["distributed-fsdp-chips"] = Case(
-    lambda a: X.check_fsdp_chips(a, _SHAPES, _BUDGET, batch=8),
-    4,
+    lambda a: X.check_fsdp_chips(a),
+    _fewest,
     {
-        "sharded state only, no gathered layer": (2, "gathered whole"),
-        "as many as the batch": (8, "but 4 chips fit too"),
-        "an uneven split": (3, "does not split evenly"),
-        "a fraction": (2.5, "whole number"),
+        "sharded state only, no gathered layer": (
+            lambda s, b, n: next(k for k in range(1, n + 1) if n % k == 0 and fsdp_bytes_per_device(s, k, 16) <= b),
+            "gathered whole",
+        ),
+        "the batch ignored": (
+            lambda s, b, n: next(
+                k for k in range(1, n + 1) if fsdp_bytes_per_device(s, k, 16) + largest_parameter(s) * 4 <= b
+            ),
+            "does not split evenly",
+        ),
+        "powers of two only": (
+            lambda s, b, n: next(
+                2**k for k in range(12) if fsdp_bytes_per_device(s, 2**k, 16) + largest_parameter(s) * 4 <= b
+            ),
+            "does not split evenly",
+        ),
+        "a constant": (lambda s, b, n: 8, "but 2 chips fit too"),
+        "a number as the answer": (4, "answer must be a function"),
     },
 )
 
 # ------------------------------------------------------------------ audit_your_code
 _RULES = ["cuda-device", "cuda-api", "cuda-amp"]
+_PORTED = (ROOT / "examples" / "audit_exercises" / "ported_step.py").read_text()
 CASES["audit-cuda-api"] = Case(
-    lambda a: X.check_scan_clean(a, _RULES, keep=["backward", "step"]),
-    'import torch\nimport xlaport\n\nt = xlaport.target("auto")\nm = torch.nn.Linear(2, 2).to(t.device)\n'
-    "opt = torch.optim.SGD(m.parameters(), lr=0.1)\nm(torch.zeros(2, device=t.device)).sum().backward()\nopt.step()\n",
+    lambda a: X.check_scan_clean(a, _RULES, keep=["backward", "step"], run=True),
+    _PORTED,
     {
         "the CUDA step": ("import torch\nx = torch.zeros(2).cuda()\ntorch.cuda.synchronize()\n", "cuda-device"),
         "synchronize left": ("import torch\nx = torch.zeros(2)\ntorch.cuda.synchronize()\n", "cuda-api"),
         "the old GradScaler": ("scaler = torch.cuda.amp.GradScaler()\nx.backward()\nopt.step()\n", "finding"),
         "a broken edit": ("import torch\nx = torch.zeros(2).to(\n", "no longer parses"),
+        "backward named but never called": (
+            _PORTED.replace("loss.backward()", "loss.detach()\nloss.backward").replace("opt.step()", "opt.step"),
+            "no longer defines or calls",
+        ),
+        "the step under no_grad": (
+            _PORTED.replace("with t.autocast():", "with t.autocast(), torch.no_grad():").replace(
+                "loss.backward()", "loss.requires_grad_().backward()"
+            ),
+            "no model got gradients",
+        ),
+        "a name the port never defines": (_PORTED.replace("t.device", "device"), "does not run on the CPU"),
     },
 )
+_BUCKETED = (ROOT / "examples" / "audit_exercises" / "bucketed_collate.py").read_text()
 CASES["audit-buckets"] = Case(
-    lambda a: X.check_scan_clean(a, ["variable-length-batch"], keep=["collate"]),
-    "import torch\n\n\ndef collate(docs):\n    return torch.stack([torch.nn.functional.pad(d, (0, 64 - len(d))) for d in docs])\n",
+    lambda a: X.check_collate(a),
+    _BUCKETED,
     {
         "pad_sequence": (
-            "from torch.nn.utils.rnn import pad_sequence\n\n\ndef collate(docs):\n"
-            "    return pad_sequence(docs, batch_first=True)\n",
+            (ROOT / "examples" / "audit_exercises" / "cuda_collate.py").read_text(),
             "variable-length-batch",
         ),
+        "padded by hand to the batch's longest": (
+            "import torch\n\n\ndef collate(docs):\n    n = max(len(d) for d in docs)\n"
+            "    return torch.stack([torch.cat([d, torch.zeros(n - len(d), dtype=d.dtype)]) for d in docs])\n",
+            "lengths, so",
+        ),
+        "one length that cuts long documents": (
+            "import torch\n\n\ndef collate(docs):\n"
+            "    return torch.stack([torch.cat([d, torch.zeros(64, dtype=d.dtype)])[:64] for d in docs])\n",
+            "truncated",
+        ),
+        "buckets too short for the data": (_BUCKETED.replace("[32, 64, 128]", "[16, 32, 64]"), "collate raised"),
         "a syntax slip": ("def collate(docs)\n    return docs\n", "no longer parses"),
         "a number, not source": (64, "as a string"),
         "collate deleted": ("import torch\n", "no longer defines or calls collate"),
     },
 )
 
-# ------------------------------------------------------------------ pricing_math
-_WANT = usd_per_million_tokens(1000, 2.7, 0.5)
-CASES["pricing-token"] = Case(
-    lambda a: X.check_usd_per_million_tokens(a, 1000, 2.7, 0.5),
-    _WANT,
+
+# ------------------------------------------------------------------ predict_before_renting
+def _ridge_batch(ridge: float, d: int, nbytes: int) -> int:
+    b = 1
+    while 2 * b * d * d / (nbytes * (d * d + 2 * b * d)) < ridge:
+        b += 1
+    return b
+
+
+CASES["predict-ridge"] = Case(
+    lambda a: X.check_ridge_batch(a),
+    _ridge_batch,
     {
-        "busy hours only": (_WANT / 2, "idle hours are paid"),
-        "per token": (_WANT / 1e6, "a million"),
-        "seconds for hours": (_WANT * 3600, "3600"),
-        "a string": ("$1.50", "could not check"),
+        "the ridge itself": (lambda ridge, d, nbytes: math.ceil(ridge), "still memory-bound"),
+        "bfloat16 assumed": (lambda ridge, d, nbytes: _ridge_batch(ridge, d, 2), "4-byte elements"),
+        "the output's bytes left out": (
+            lambda ridge, d, nbytes: next(
+                b for b in range(1, 10**5) if 2 * b * d * d / (nbytes * (d * d + b * d)) >= ridge
+            ),
+            "still memory-bound",
+        ),
+        "one past the smallest": (lambda ridge, d, nbytes: _ridge_batch(ridge, d, nbytes) + 1, "look for the smallest"),
+        "the chapter's v6e answer as a value": (_ridge_batch(560, 4096, 2), "answer must be a function"),
     },
 )
-_CUR, _NEW = Side("h100_sxm", 4.0, 0.4), Side("tpu_v6e", 2.7, 0.35)
-_MIG = Migration(kernels=3, person_weeks_per_kernel=2, port_person_weeks=8, usd_per_person_week=5000)
-_P = break_even_current_usd_per_chip_hour(1e21, _CUR, _NEW, _MIG, 24)
-CASES["pricing-breakeven"] = Case(
-    lambda a: X.check_break_even_price(a, 1e21, _CUR, _NEW, _MIG, 24),
-    _P,
+
+
+def _fewest_fit(state: float, act: float, items: int, hbm: float) -> int:
+    n = 1
+    while state / n + act / min(n, items) > 0.9 * hbm:
+        n += 1
+    return n
+
+
+CASES["predict-chips"] = Case(
+    lambda a: X.check_fewest_chips(a),
+    _fewest_fit,
     {
-        "too high": (_P * 1.5, "still pays"),
-        "too low": (_P * 0.5, "higher"),
-        "the TPU's price": (2.7, "the break-even is"),
-        "zero": (0, "positive"),
+        "total over usable memory": (
+            lambda state, act, items, hbm: math.ceil((state + act) / (0.9 * hbm)),
+            "at most 2 chips: one sample each",
+        ),
+        "the whole HBM usable": (lambda state, act, items, hbm: math.ceil((state + act) / hbm), "more than 90%"),
+        "activations not sharded": (
+            lambda state, act, items, hbm: next(n for n in range(1, 10**4) if state / n + act <= 0.9 * hbm),
+            "already hold it",
+        ),
+        "a constant": (lambda state, act, items, hbm: 4, "already hold it"),
+        "a number as the answer": (4, "answer must be a function"),
+    },
+)
+
+
+# ------------------------------------------------------------------ pricing_math
+def _price(tps: float, usd: float, busy: float) -> float:
+    return usd / (tps * 3600 * busy) * 1e6
+
+
+CASES["pricing-token"] = Case(
+    lambda a: X.check_usd_per_million_tokens(a),
+    _price,
+    {
+        "busy hours only": (lambda tps, usd, busy: _price(tps, usd, 1.0), "idle hours are paid"),
+        "times the busy share": (lambda tps, usd, busy: _price(tps, usd, 1.0) * busy, "instead of dividing"),
+        "per token": (lambda tps, usd, busy: _price(tps, usd, busy) / 1e6, "a million"),
+        "seconds for hours": (lambda tps, usd, busy: _price(tps, usd, busy) * 3600, "3600"),
+        "this chapter's value": (0.75, "answer must be a function"),
+        "a string": (lambda tps, usd, busy: "$1.50", "could not convert"),
+    },
+)
+
+
+def _break_even(flop: float, cur: Side, new: Side, mig: Migration, horizon: float) -> float:
+    return break_even_current_usd_per_chip_hour(flop, cur, new, mig, horizon)
+
+
+CASES["pricing-breakeven"] = Case(
+    lambda a: X.check_break_even_price(a),
+    _break_even,
+    {
+        "too high": (lambda *args: _break_even(*args) * 1.5, "still pays"),
+        "too low": (lambda *args: _break_even(*args) * 0.5, "higher"),
+        "the new chip's price": (lambda f, c, p, m, h: p.usd_per_chip_hour, "the new chip's price"),
+        "today's price": (lambda f, c, p, m, h: c.usd_per_chip_hour, "today's price"),
+        "migration left out": (lambda f, c, p, m, h: _break_even(f, c, p, Migration(0, 0, 0, 0), h), "higher"),
+        "zero": (lambda *args: 0, "positive"),
     },
 )
 

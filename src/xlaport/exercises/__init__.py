@@ -1,11 +1,13 @@
 """Checked exercises: one module of checkers per chapter, each checker returning a :class:`~xlaport.exercises.common.Check`.
 
 >>> from xlaport.exercises import check_buckets
->>> print(check_buckets([120, 250, 301], [128, 256], budget=2))
-fail: buckets: the 301-frame batch fits no bucket (the largest is 256)
+>>> print(check_buckets(lambda lengths, budget: [128, 256], budget=2))  # doctest: +ELLIPSIS
+fail: buckets: on a job with batches of ...: the ...-frame batch fits no bucket (the largest is 256)
 
-A reader runs a checker on their own answer in the chapter (``None`` prints "not attempted"); CI runs the same
-checker on the solution folded under each exercise and asserts that it passes.
+A reader passes their own answer, a function, to a checker in the chapter (``None`` prints "not attempted"); the
+checker runs it on data the chapter never shows (its ``hidden_*`` functions and tables), so a value copied from the
+page fails and code that does the right thing passes. CI runs the same checker on the solution folded under each
+exercise and asserts that it passes.
 
 Layout: ``common`` holds :class:`Check` and the helpers every checker uses; each chapter's checkers live in a module
 named after the chapter's notebook (``first_steps``, ``port_training``, ...). A new chapter adds one module and one

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable
 from typing import Any
 
 from ..text import plural, sci
-from .common import Check, _fail, _none, _ok, guarded
+from .common import Check, _fail, _none, _ok, guarded, raised
 
-__all__ = ["check_finite_attention", "check_masked_softmax"]
+__all__ = ["check_finite_attention", "check_masked_softmax", "hidden_attention_inputs", "hidden_masks"]
 
 
 def _verb(n: int) -> str:
@@ -19,62 +20,117 @@ def _finite(*ts: Any) -> bool:
     return all(bool(t.isfinite().all()) for t in ts if t is not None)
 
 
+def hidden_attention_inputs() -> list[tuple[Any, Any, Any]]:
+    """The fp16 ``(q, k, v)`` the attention check runs on: head sizes the chapter never shows (64 and 16), two with
+    scores that overflow fp16 unless scaled first and one of ordinary size, where the softmax is not one-hot and the
+    ``1/sqrt(d)`` scale must be the inputs' own."""
+    import torch
+
+    out = []
+    for seed, shape, scale in ((11, (1, 2, 24, 64), 60.0), (12, (2, 1, 16, 16), 100.0), (15, (1, 2, 20, 64), 1.0)):
+        g = torch.Generator().manual_seed(seed)
+        q, k = (torch.randn(*shape, generator=g) * scale for _ in range(2))
+        out.append((q.half(), k.half(), torch.randn(*shape, generator=g).half()))
+    return out
+
+
+def _reference(q: Any, k: Any, v: Any) -> Any:
+    import torch
+
+    q, k, v = (x.detach().float() for x in (q, k, v))
+    return torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]), -1) @ v
+
+
 @guarded("finite attention")
-def check_finite_attention(
-    attend: Callable[..., Any] | None, inputs: Sequence[Any], reference: Any, atol: float
-) -> Check:
-    """``attend(q, k, v)`` in the inputs' dtype: finite forward and gradients, and within ``atol`` of ``reference``."""
+def check_finite_attention(attend: Callable[..., Any] | None, atol: float = 1e-2) -> Check:
+    """``attend(q, k, v)`` on fp16 inputs the chapter never shows (:func:`hidden_attention_inputs`): finite forward
+    and gradients, and within ``atol`` of softmax(q kᵀ / sqrt(d)) v computed in fp32, ``d`` the inputs' head size."""
     name = "finite attention"
     if attend is None:
         return _none(name)
-    ins = [x.detach().clone().requires_grad_(True) for x in inputs]
-    try:
-        out = attend(*ins)
-        out.float().sum().backward()
-    except Exception as e:
-        return _fail(name, f"raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
-    if not _finite(out):
-        return _fail(name, f"{int((~out.isfinite()).sum())} non-finite outputs in {out.dtype}")
-    bad = [n for n, x in zip("qkv", ins) if not _finite(x.grad)]
-    if bad:
-        return _fail(name, f"forward finite, gradient of {', '.join(bad)} is not")
-    err = float((out.detach().double() - reference.detach().double()).abs().max())
-    if err > atol:
-        return _fail(name, f"finite, but {err:.2e} from the fp32 reference (tolerance {atol:.0e})")
-    return _ok(name, f"forward and gradients finite in {out.dtype}, {sci(err)} from the fp32 reference")
+    if not callable(attend):
+        return _fail(name, "answer must be a function attend(q, k, v) -> output")
+    worst = 0.0
+    for inputs in hidden_attention_inputs():
+        where = f"on fp16 inputs of shape {tuple(inputs[0].shape)} (head size {inputs[0].shape[-1]})"
+        ins = [x.detach().clone().requires_grad_(True) for x in inputs]
+        try:
+            out = attend(*ins)
+            out.float().sum().backward()
+        except Exception as e:
+            return _fail(name, f"{where}: {raised(e, 'it')}")
+        if not _finite(out):
+            return _fail(name, f"{where}: {int((~out.isfinite()).sum())} non-finite outputs in {out.dtype}")
+        bad = [n for n, x in zip("qkv", ins) if not _finite(x.grad)]
+        if bad:
+            return _fail(name, f"{where}: forward finite, gradient of {', '.join(bad)} is not")
+        err = float((out.detach().double() - _reference(*inputs).double()).abs().max())
+        if not err <= atol:
+            return _fail(
+                name,
+                f"{where}: finite, but {err:.2e} from the fp32 reference softmax(q kᵀ / sqrt({inputs[0].shape[-1]})) v "
+                f"(tolerance {atol:.0e})",
+            )
+        worst = max(worst, err)
+    return _ok(name, f"forward and gradients finite in fp16 on 3 unseen inputs, {sci(worst)} from the fp32 reference")
+
+
+def hidden_masks() -> list[tuple[Any, Any]]:
+    """The ``(scores, keep)`` the masked-softmax check runs on: shapes and masks the chapter never shows, with fully
+    masked rows in several places and a row that keeps a single key."""
+    import torch
+
+    g = torch.Generator().manual_seed(77)
+    s1, k1 = torch.randn(2, 5, 7, generator=g) * 3, torch.rand(2, 5, 7, generator=g) > 0.5
+    k1[1, 2] = False
+    k1[0, 4] = False
+    k1[0, 0] = torch.arange(7) == 3
+    s2, k2 = torch.randn(4, 9, generator=g), torch.rand(4, 9, generator=g) > 0.3
+    k2[0] = False
+    return [(s1, k1), (s2, k2)]
 
 
 @guarded("masked softmax")
-def check_masked_softmax(softmax: Callable[..., Any] | None, scores: Any, keep: Any) -> Check:
-    """``softmax(scores, keep)``: rows with nothing kept give 0, the others match a softmax over the kept
-    positions, forward and backward finite."""
+def check_masked_softmax(softmax: Callable[..., Any] | None) -> Check:
+    """``softmax(scores, keep)`` on masks the chapter never shows (:func:`hidden_masks`): rows with nothing kept give
+    0, the others match a softmax over the kept positions, forward and backward finite."""
     import torch
 
     name = "masked softmax"
     if softmax is None:
         return _none(name)
-    s = scores.detach().clone().requires_grad_(True)
-    try:
-        p = softmax(s, keep)
-        (p * torch.arange(p.shape[-1], dtype=p.dtype)).sum().backward()
-    except Exception as e:
-        return _fail(name, f"raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
-    none_kept = ~keep.any(-1)
-    if not _finite(p):
-        return _fail(
-            name,
-            f"{plural(int(none_kept.sum()), 'fully masked row')} {_verb(int(none_kept.sum()))} non-finite probabilities",
-        )
-    if not _finite(s.grad):
-        return _fail(name, "forward finite, but the gradient through a fully masked row is NaN")
-    if bool((p[none_kept.expand_as(p[..., 0])] != 0).any()):
-        return _fail(name, "fully masked rows must give 0, not a distribution over masked keys")
-    ref = torch.softmax(scores.float().masked_fill(~keep, float("-inf")), -1)
-    rows = ~none_kept.expand_as(p[..., 0])
-    err = float((p.detach().float()[rows] - ref[rows]).abs().max()) if bool(rows.any()) else 0.0
-    if err > 1e-3:
-        return _fail(name, f"rows with kept keys are {err:.2e} from a softmax over the kept positions")
+    if not callable(softmax):
+        return _fail(name, "answer must be a function softmax(scores, keep) -> probabilities")
+    masks = hidden_masks()
+    worst, empty = 0.0, 0
+    for scores, keep in masks:
+        where = f"on scores of shape {tuple(scores.shape)}"
+        s = scores.detach().clone().requires_grad_(True)
+        try:
+            p = softmax(s, keep.clone())
+            (p * torch.arange(p.shape[-1], dtype=p.dtype)).sum().backward()
+        except Exception as e:
+            return _fail(name, f"{where}: {raised(e, 'it')}")
+        if tuple(p.shape) != tuple(scores.shape):
+            return _fail(name, f"{where}: output shape {tuple(p.shape)}")
+        none_kept = ~keep.any(-1)
+        n_empty = int(none_kept.sum())
+        if not _finite(p):
+            return _fail(
+                name, f"{where}: {plural(n_empty, 'fully masked row')} {_verb(n_empty)} non-finite probabilities"
+            )
+        if not _finite(s.grad):
+            return _fail(name, f"{where}: forward finite, but the gradient through a fully masked row is NaN")
+        if bool((p[none_kept] != 0).any()):
+            return _fail(name, f"{where}: fully masked rows must give 0, not a distribution over masked keys")
+        ref = torch.softmax(scores.float().masked_fill(~keep, float("-inf")), -1)
+        rows = ~none_kept
+        err = float((p.detach().float()[rows] - ref[rows]).abs().max())
+        if not err <= 1e-3:
+            return _fail(name, f"{where}: rows with kept keys are {err:.2e} from a softmax over the kept positions")
+        worst, empty = max(worst, err), empty + n_empty
     return _ok(
         name,
-        f"{plural(int(none_kept.sum()), 'fully masked row')} {_verb(int(none_kept.sum()))} 0, gradients finite, other rows exact to {sci(err, 0)}",
+        f"on {len(masks)} unseen masks {plural(empty, 'fully masked row')} {_verb(empty)} 0, gradients finite, other "
+        f"rows exact to {sci(worst, 0)}",
     )

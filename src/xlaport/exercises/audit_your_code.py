@@ -1,42 +1,32 @@
-"""Chapter *Audit your code*: a source the scanner finds clean."""
+"""Chapter *Audit your code*: a port the scanner finds clean and that runs, and a collate of few shapes."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from ..text import plural
-from .common import ArgumentError, Check, _fail, _none, _ok, guarded
+from .common import ArgumentError, Check, _fail, _none, _ok, guarded, raised
 
-__all__ = ["check_scan_clean"]
+__all__ = ["check_scan_clean", "check_collate", "hidden_documents"]
 
 
-@guarded("scan clean")
-def check_scan_clean(source: str | None, rules: Iterable[str], keep: Iterable[str] = ()) -> Check:
-    """``source`` (a Python file as a string) has no finding of ``rules`` left, still parses, and still defines or
-    calls every name in ``keep`` (so that deleting the code is not a port: ``keep=["backward", "step"]``)."""
+def _scan_problem(source: Any, want: set[str], keep: Iterable[str]) -> str | None:
+    """Why ``source`` is not a clean port (not a string, does not parse, a finding left, work deleted), or None."""
     import ast
 
-    from ..scan import rule_ids, scan_source
+    from ..scan import scan_source
 
-    name = "scan clean"
-    want = set(rules)
-    unknown = want - set(rule_ids())
-    if unknown:
-        raise ArgumentError(f"unknown scan rule(s) {', '.join(sorted(unknown))}")
-    if source is None:
-        return _none(name)
     if not isinstance(source, str):
-        return _fail(name, f"answer must be the ported source as a string (got {type(source).__name__})")
+        return f"answer must be the ported source as a string (got {type(source).__name__})"
     try:
         tree = ast.parse(source)
     except SyntaxError as e:
-        return _fail(name, f"the source no longer parses: line {e.lineno}: {e.msg}")
+        return f"the source no longer parses: line {e.lineno}: {e.msg}"
     left = [f for f in scan_source(source) if f.rule in want]
     if left:
         f = left[0]
-        return _fail(
-            name, f"{plural(len(left), 'finding')} left; first: line {f.line} {f.rule}: {f.snippet.strip()[:60]}"
-        )
+        return f"{plural(len(left), 'finding')} left; first: line {f.line} {f.rule}: {f.snippet.strip()[:60]}"
     present = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -46,9 +36,125 @@ def check_scan_clean(source: str | None, rules: Iterable[str], keep: Iterable[st
             present.add(fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", ""))
     gone = [k for k in keep if k not in present]
     if gone:
+        return (
+            f"the source no longer defines or calls {', '.join(gone)}: keep the code's work and change only how it runs"
+        )
+    return None
+
+
+def _run_on_cpu(source: str) -> dict[str, Any]:
+    """Execute ``source`` with ``xlaport.target(...)`` giving the CPU target, whatever name it asks for."""
+    import xlaport
+
+    had = "target" in vars(xlaport)
+    before = vars(xlaport).get("target")
+    from ..targets import target as real_target
+
+    setattr(xlaport, "target", lambda name="auto", **kw: real_target("cpu"))  # noqa: B010
+    try:
+        namespace: dict[str, Any] = {"__name__": "__audit_port__"}
+        exec(compile(source, "<your port>", "exec"), namespace)
+        return namespace
+    finally:
+        if had:
+            setattr(xlaport, "target", before)  # noqa: B010
+        else:
+            delattr(xlaport, "target")
+
+
+def _check_rules(rules: Iterable[str]) -> set[str]:
+    from ..scan import rule_ids
+
+    want = set(rules)
+    unknown = want - set(rule_ids())
+    if unknown:
+        raise ArgumentError(f"unknown scan rule(s) {', '.join(sorted(unknown))}")
+    return want
+
+
+@guarded("scan clean")
+def check_scan_clean(source: str | None, rules: Iterable[str], keep: Iterable[str] = (), run: bool = False) -> Check:
+    """``source`` (a Python file as a string) has no finding of ``rules`` left, still parses, and still defines or
+    calls every name in ``keep`` (so that deleting the code is not a port: ``keep=["backward", "step"]``). With
+    ``run``, the source is also executed on the CPU target (``xlaport.target`` gives it whatever it asks for) and must
+    leave a module whose parameters got gradients: the port still trains."""
+    import torch
+
+    name = "scan clean"
+    want = _check_rules(rules)
+    keep = list(keep)
+    if source is None:
+        return _none(name)
+    problem = _scan_problem(source, want, keep)
+    if problem:
+        return _fail(name, problem)
+    if run:
+        try:
+            ns = _run_on_cpu(source)
+        except Exception as e:
+            return _fail(name, f"the scan is clean, but the port does not run on the CPU: {raised(e, 'it')}")
+        modules = [v for v in ns.values() if isinstance(v, torch.nn.Module)]
+        if not any(p.grad is not None for m in modules for p in m.parameters()):
+            return _fail(
+                name, "the scan is clean and the port runs, but no model got gradients: the step does not train"
+            )
+        return _ok(name, f"no {', '.join(sorted(want))} finding left, and the step trains on the CPU target")
+    return _ok(name, f"no {', '.join(sorted(want))} finding left")
+
+
+def hidden_documents() -> list[list[Any]]:
+    """The batches of token documents the collate check runs the reader's ``collate`` on: 24 batches of 2 to 6
+    documents of 1 to 120 tokens, lengths the chapter never shows."""
+    import torch
+
+    g = torch.Generator().manual_seed(909)
+    out = []
+    for _ in range(24):
+        n = int(torch.randint(2, 7, (1,), generator=g))
+        lens = torch.randint(1, 121, (n,), generator=g).tolist()
+        out.append([torch.randint(1, 1000, (k,), generator=g) for k in lens])
+    return out
+
+
+@guarded("collate")
+def check_collate(source: str | None, max_shapes: int = 4) -> Check:
+    """``source`` defines ``collate(docs) -> (batch, length)`` tensor without a ``variable-length-batch`` finding;
+    run on :func:`hidden_documents`, every row starts with its document, the rest is padding (0), and the batches
+    take at most ``max_shapes`` lengths (a few buckets, each one compiled once)."""
+    import torch
+
+    name = "collate"
+    if max_shapes < 1:
+        raise ArgumentError(f"max_shapes must be >= 1, got {max_shapes!r}")
+    if source is None:
+        return _none(name)
+    problem = _scan_problem(source, {"variable-length-batch"}, ["collate"])
+    if problem:
+        return _fail(name, problem)
+    try:
+        ns = _run_on_cpu(source)
+        collate = ns["collate"]
+    except Exception as e:
+        return _fail(name, f"the source does not run: {raised(e, 'it')}")
+    lengths = set()
+    for i, docs in enumerate(hidden_documents()):
+        where = f"batch {i} ({len(docs)} documents, the longest {max(len(d) for d in docs)} tokens)"
+        try:
+            out = collate([d.clone() for d in docs])
+        except Exception as e:
+            return _fail(name, f"{where}: collate {raised(e)}")
+        if not isinstance(out, torch.Tensor) or out.dim() != 2 or out.shape[0] != len(docs):
+            return _fail(name, f"{where}: collate must return a (documents, length) tensor")
+        for r, d in enumerate(docs):
+            if out.shape[1] < len(d) or not torch.equal(out[r, : len(d)].to(d.dtype), d):
+                return _fail(name, f"{where}: row {r} does not start with its document (truncated or reordered)")
+            if bool((out[r, len(d) :] != 0).any()):
+                return _fail(name, f"{where}: row {r} is padded with something other than 0")
+        lengths.add(int(out.shape[1]))
+    if len(lengths) > max_shapes:
         return _fail(
             name,
-            f"the source no longer defines or calls {', '.join(gone)}: keep the code's work and change only how it "
-            "runs",
+            f"24 batches came out in {len(lengths)} lengths, so {len(lengths)} programs: pad to a few fixed bucket "
+            f"lengths (at most {max_shapes}), not to each batch's longest document",
         )
-    return _ok(name, f"no {', '.join(sorted(want))} finding left")
+    return _ok(name, f"24 unseen batches in {plural(len(lengths), 'length')} {sorted(lengths)}; every document kept")

@@ -7,70 +7,128 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..text import sci
-from .common import Check, _fail, _ints, _none, _ok, guarded
+from .common import ArgumentError, Check, _fail, _ints, _none, _ok, guarded, raised
 
-__all__ = ["check_kernel_port", "check_block_shape"]
+__all__ = ["check_kernel_port", "check_block_shape", "hidden_rows", "HIDDEN_ARRAYS"]
+
+
+def hidden_rows() -> list[tuple[Any, Any]]:
+    """The ``(x, w)`` a row-wise kernel port runs on: shapes the chapter never shows (a 3-D input included), rows
+    with a non-zero mean (where the variance is not the mean of squares) and a row of zeros (where ``eps`` keeps
+    the result finite)."""
+    import torch
+
+    g = torch.Generator().manual_seed(31)
+    x1, w1 = torch.randn(5, 40, generator=g) * 2 + 1, torch.randn(40, generator=g)
+    x1[3] = 0.0
+    x2, w2 = torch.randn(2, 3, 136, generator=g) + 0.5, torch.rand(136, generator=g) + 0.5
+    return [(x1, w1), (x2, w2)]
 
 
 @guarded("kernel port")
-def check_kernel_port(
-    fn: Callable[..., Any] | None, reference: Callable[..., Any], inputs: Sequence[Any], tol: float
-) -> Check:
-    """A port of a kernel: forward and the gradient of every floating input within ``tol`` of the reference."""
+def check_kernel_port(fn: Callable[..., Any] | None, reference: Callable[..., Any], tol: float) -> Check:
+    """A port ``fn(x, w)`` of a row-wise kernel ``reference(x, w)`` (normalising over the last dimension): forward and
+    the gradients of ``x`` and ``w`` within ``tol`` of the reference (gradients relative to their largest value when it
+    is above 1) on inputs the chapter never shows (:func:`hidden_rows`)."""
+    import torch
+
     name = "kernel port"
+    if not callable(reference):
+        raise ArgumentError("reference must be the kernel, a function (x, w) -> y")
     if fn is None:
         return _none(name)
-    a = [x.detach().clone().requires_grad_(x.is_floating_point()) for x in inputs]
-    b = [x.detach().clone().requires_grad_(x.is_floating_point()) for x in inputs]
-    try:
-        ya = fn(*a)
-    except Exception as e:
-        return _fail(name, f"raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
-    yb = reference(*b)
-    if tuple(ya.shape) != tuple(yb.shape):
-        return _fail(name, f"output shape {tuple(ya.shape)}, the reference gives {tuple(yb.shape)}")
-    err = float((ya.detach() - yb.detach()).abs().max())
-    if not math.isfinite(err) or err > tol:
-        return _fail(name, f"forward max |error| {err:.2e} > {tol:.0e}")
-    g = __import__("torch").randn_like(yb)
-    yb.backward(g)
-    try:
-        ya.backward(g)
-    except RuntimeError:
-        return _fail(name, "the output has no gradient: the port is not differentiable")
-    worst = 0.0
-    for i, (xa, xb) in enumerate(zip(a, b)):
-        if xb.grad is None:
-            continue
-        if xa.grad is None:
-            return _fail(name, f"no gradient for input {i}: the port is not differentiable")
-        gerr = float((xa.grad - xb.grad).abs().max())
-        if not math.isfinite(gerr) or gerr > tol:
-            return _fail(name, f"gradient of input {i}: max |error| {gerr:.2e} > {tol:.0e}")
-        worst = max(worst, gerr)
-    return _ok(name, f"forward {sci(err)}, gradients {sci(worst)} from the reference (tolerance {tol:.0e})")
+    if not callable(fn):
+        return _fail(name, "answer must be a function rmsnorm(x, w) -> y")
+    worst_f = worst_g = 0.0
+    for inputs in hidden_rows():
+        where = f"on x of shape {tuple(inputs[0].shape)}"
+        a = [x.detach().clone().requires_grad_(True) for x in inputs]
+        b = [x.detach().clone().requires_grad_(True) for x in inputs]
+        try:
+            ya = fn(*a)
+        except Exception as e:
+            return _fail(name, f"{where}: {raised(e, 'it')}")
+        yb = reference(*b)
+        if not isinstance(ya, torch.Tensor) or tuple(ya.shape) != tuple(yb.shape):
+            return _fail(
+                name, f"{where}: output shape {tuple(getattr(ya, 'shape', ()))}, the reference gives {tuple(yb.shape)}"
+            )
+        err = float((ya.detach() - yb.detach()).abs().max())
+        if not math.isfinite(err) or err > tol:
+            zero = bool((inputs[0].reshape(-1, inputs[0].shape[-1]) == 0).all(-1).any())
+            hint = (
+                " (a row of zeros is in it: keep eps inside the square root)" if not math.isfinite(err) and zero else ""
+            )
+            return _fail(name, f"{where}: forward max |error| {err:.2e} > {tol:.0e}{hint}")
+        g = torch.randn(yb.shape, generator=torch.Generator().manual_seed(5))
+        yb.backward(g)
+        try:
+            ya.backward(g)
+        except RuntimeError:
+            return _fail(name, f"{where}: the output has no gradient: the port is not differentiable")
+        for i, (xa, xb) in enumerate(zip(a, b)):
+            if xa.grad is None:
+                return _fail(name, f"{where}: no gradient for input {i}: the port is not differentiable")
+            gerr = float((xa.grad - xb.grad).abs().max())
+            scale = max(1.0, float(xb.grad.abs().max()))  # a row of zeros has gradients of 1/sqrt(eps)
+            if not math.isfinite(gerr) or gerr > tol * scale:
+                return _fail(
+                    name,
+                    f"{where}: gradient of input {i}: max |error| {gerr:.2e} > {tol:.0e}"
+                    + (f" x {scale:.3g} (the gradient's scale)" if scale > 1 else ""),
+                )
+            gerr /= scale
+            worst_g = max(worst_g, gerr)
+        worst_f = max(worst_f, err)
+    return _ok(
+        name,
+        f"on 2 inputs the chapter never shows: forward {sci(worst_f)}, gradients {sci(worst_g)} from the reference "
+        f"(tolerance {tol:.0e})",
+    )
+
+
+#: The 2-D arrays ``(rows, cols)`` the block-shape check asks for a block of: none is the chapter's.
+HIDDEN_ARRAYS = ((24, 96), (1000, 4096), (5, 300), (300, 128), (7, 1), (64, 200))
 
 
 @guarded("block shape")
 def check_block_shape(
-    block: Sequence[int] | None, array_shape: Sequence[int], tile: tuple[int, int] = (8, 128)
+    block_for: Callable[[tuple[int, int]], Sequence[int]] | None,
+    tile: tuple[int, int] = (8, 128),
+    max_rows: int = 64,
 ) -> Check:
-    """A Pallas TPU block: each of the last two dims divisible by the tile (8, 128) or equal to the array's."""
+    """``block_for((rows, cols)) -> (block_rows, block_cols)``: a Pallas TPU block for a row-wise kernel such as
+    RMSNorm, on arrays the chapter never shows (:data:`HIDDEN_ARRAYS`). Each of the block's dims is a multiple of the
+    ``tile`` (8, 128) or the array's whole dim; a block takes whole rows (the kernel reduces over them) and at most
+    ``max_rows`` of them (a few rows, so the work splits over a grid)."""
     name = "block shape"
-    shape = _ints("array_shape", array_shape)
-    if block is None:
+    tile = (int(tile[0]), int(tile[1]))
+    if block_for is None:
         return _none(name)
-    try:
-        blk = _ints("block", block)
-    except ValueError as e:
-        return _fail(name, str(e))
-    if len(blk) != len(shape):
-        return _fail(name, f"block has {len(blk)} dims, the array {len(shape)}")
-    for d, (b, n, t) in enumerate(zip(blk[-2:], shape[-2:], tile)):
-        axis = len(shape) - 2 + d
-        if b > n:
-            return _fail(name, f"dim {axis}: block {b} is larger than the array's {n}")
-        if b % t and b != n:
-            return _fail(name, f"dim {axis}: block {b} is neither a multiple of {t} nor the full dim {n}")
-    grid = [math.ceil(n / b) for n, b in zip(shape, blk)]
-    return _ok(name, f"block {tuple(blk)} fits the ({tile[0]}, {tile[1]}) tile; grid {tuple(grid)}")
+    if not callable(block_for):
+        return _fail(name, "answer must be a function block_for((rows, cols)) -> (block_rows, block_cols)")
+    grids = []
+    for shape in HIDDEN_ARRAYS:
+        where = f"for a {shape[0]} x {shape[1]} array"
+        try:
+            got = block_for((int(shape[0]), int(shape[1])))
+            blk = _ints("block", got)
+        except ArgumentError as e:
+            return _fail(name, f"{where}: {e}")
+        except Exception as e:
+            return _fail(name, f"{where}: {raised(e, 'it')}")
+        if len(blk) != 2:
+            return _fail(name, f"{where}: block {tuple(blk)} has {len(blk)} dims, the array 2")
+        for axis, (b, n, t) in enumerate(zip(blk, shape, tile)):
+            if b > n:
+                return _fail(name, f"{where}: dim {axis}: block {b} is larger than the array's {n}")
+            if b % t and b != n:
+                return _fail(name, f"{where}: dim {axis}: block {b} is neither a multiple of {t} nor the full dim {n}")
+        if blk[1] != shape[1]:
+            return _fail(
+                name, f"{where}: block of {blk[1]} columns: a row-wise norm needs whole rows, all {shape[1]} columns"
+            )
+        if blk[0] > max_rows:
+            return _fail(name, f"{where}: {blk[0]} rows in one block: a few rows (at most {max_rows}) per block")
+        grids.append(f"{tuple(blk)} -> grid {math.ceil(shape[0] / blk[0])}")
+    return _ok(name, f"fits the ({tile[0]}, {tile[1]}) tile for {len(grids)} unseen arrays: " + ", ".join(grids[:3]))

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..distributed.mesh import fsdp_bytes_per_device, largest_parameter
 from ..text import plural
-from .common import ArgumentError, Check, _fail, _ints, _none, _ok, guarded
+from .common import ArgumentError, Check, _fail, _none, _ok, guarded, raised
 
-__all__ = ["check_stream_port", "check_fsdp_chips"]
+__all__ = ["check_stream_port", "check_fsdp_chips", "hidden_fsdp_jobs"]
 
 
 @guarded("stream port")
@@ -19,7 +19,8 @@ def check_stream_port(
 ) -> Check:
     """``fn(dm, *inputs)``, a port of the CUDA stream code ``original(dm, *inputs)``: on ``target``'s stream rules
     (``xlaport.distributed.streams``) no call it makes raises or does nothing, and its outputs equal the
-    original's run in program order (no stream rules: the ``cpu`` profile)."""
+    original's run in program order (no stream rules: the ``cpu`` profile). Both run on inputs of the shapes of
+    ``inputs`` with values the chapter never shows, so outputs computed from the chapter's own tensors fail."""
     import torch
 
     from ..distributed.streams import EmulatedStreams
@@ -27,12 +28,19 @@ def check_stream_port(
 
     name = "stream port"
     rules = profile(target)
+    g = torch.Generator().manual_seed(6174)  # values the chapter never shows, in the shapes of its inputs
+    inputs = [
+        torch.randn(x.shape, generator=g, dtype=x.dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+        for x in inputs
+    ]
     ref = original(EmulatedStreams(profile("cpu")), *inputs)
     want = ref if isinstance(ref, (tuple, list)) else (ref,)
     if not all(isinstance(w, torch.Tensor) for w in want):
         raise ArgumentError("the original stream code must return a tensor or a tuple of tensors")
     if fn is None:
         return _none(name)
+    if not callable(fn):
+        return _fail(name, "answer must be a function with the original's arguments (dm, ...) -> its outputs")
     dm = EmulatedStreams(rules)
     try:
         got = fn(dm, *inputs)
@@ -58,7 +66,11 @@ def check_stream_port(
             continue
         err = float((h.detach().cpu().double() - w.detach().cpu().double()).abs().max())
         if not math.isfinite(err) or err > 1e-5 * (1 + float(w.detach().abs().max())):
-            return _fail(name, f"output {i} differs from the CUDA version's by {err:.2e}")
+            return _fail(
+                name,
+                f"output {i} differs from the CUDA version's by {err:.2e} on inputs this chapter never shows (compute "
+                "from the arguments, not the chapter's tensors)",
+            )
     left = sorted({c for c, _, _ in dm.log})
     return _ok(
         name,
@@ -67,67 +79,94 @@ def check_stream_port(
     )
 
 
-@guarded("FSDP chips")
-def check_fsdp_chips(
-    answer: int | None,
-    shapes: Mapping[str, Sequence[int]],
-    budget_bytes: float,
-    batch: int,
-    state_bytes_per_param: float = 16,
-    gathered_bytes_per_param: float = 4,
-) -> Check:
-    """``answer``: the fewest chips over which FSDP fits a model of parameter ``shapes`` in ``budget_bytes`` per chip.
+def _decoder(hidden: int, mlp: int, layers: int, vocab: int) -> dict[str, tuple[int, ...]]:
+    shapes: dict[str, tuple[int, ...]] = {"embed.weight": (vocab, hidden), "lm_head.weight": (vocab, hidden)}
+    for i in range(layers):
+        for part, shape in {"q": (hidden, hidden), "k": (hidden, hidden), "v": (hidden, hidden),
+                            "o": (hidden, hidden), "gate": (mlp, hidden), "up": (mlp, hidden),
+                            "down": (hidden, mlp), "norm1": (hidden,), "norm2": (hidden,)}.items():  # fmt: skip
+            shapes[f"layers.{i}.{part}.weight"] = shape
+    shapes["norm.weight"] = (hidden,)
+    return shapes
 
-    Per chip: every parameter's training state (``state_bytes_per_param``, 16 = float32 parameter, gradient and
-    AdamW's two moments) sharded as :func:`xlaport.distributed.mesh.fsdp_bytes_per_device` computes, plus the largest parameter gathered
-    whole (``gathered_bytes_per_param``), as FSDP does before a layer uses it. The global ``batch`` must split
-    evenly over the chips.
-    """
-    name = "FSDP chips"
-    if not shapes:
-        raise ArgumentError("shapes is empty")
-    if not budget_bytes > 0:
-        raise ArgumentError(f"budget_bytes must be positive, got {budget_bytes!r}")
-    batch = _ints("batch", [batch])[0]
-    try:
-        largest = largest_parameter(shapes) * float(gathered_bytes_per_param)
-        fsdp_bytes_per_device(shapes, 1, state_bytes_per_param)
-    except ValueError as e:
-        raise ArgumentError(str(e)) from None
 
-    def need(n: int) -> float:
-        return fsdp_bytes_per_device(shapes, n, state_bytes_per_param) + largest
+def hidden_fsdp_jobs() -> list[tuple[dict[str, tuple[int, ...]], float, int]]:
+    """The ``(shapes, budget_bytes, batch)`` the FSDP check asks the reader's function about: models, budgets and
+    batches the chapter never shows (in one the batch's divisors decide the answer)."""
+    toy = {"embed": (1000, 100), "w1": (100, 100), "w2": (100, 400), "bias": (100,)}
+    toy_budget = (fsdp_bytes_per_device(toy, 4, 16) + fsdp_bytes_per_device(toy, 2, 16)) / 2 + 400_000
+    return [
+        (_decoder(2048, 5632, 22, 32000), 0.75 * 16e9, 96),
+        (_decoder(1024, 4096, 8, 50000), 2e9, 10),
+        (toy, toy_budget, 8),
+    ]
 
-    if answer is None:
-        return _none(name)
-    try:
-        n = int(answer)
-    except (TypeError, ValueError):
-        return _fail(name, f"answer must be a whole number of chips, got {answer!r}")
-    if n != answer or n < 1:
-        return _fail(name, f"answer must be a whole number of chips >= 1, got {answer!r}")
+
+def _fsdp_verdict(
+    n: int, shapes: Any, budget_bytes: float, batch: int, state: float, gathered: float
+) -> tuple[bool, str]:
+    largest = largest_parameter(shapes) * float(gathered)
+
+    def need(m: int) -> float:
+        return fsdp_bytes_per_device(shapes, m, state) + largest
+
     if batch % n:
-        return _fail(name, f"the global batch of {batch} does not split evenly over {n} chips")
+        return False, f"the global batch of {batch} does not split evenly over {n} chips"
     if need(n) > budget_bytes:
-        return _fail(
-            name,
-            f"{_size(need(n))} per chip on {n} chips (sharded state {_size(need(n) - largest)} + the "
-            f"largest parameter gathered whole {_size(largest)}); the budget is {_size(budget_bytes)}",
+        return False, (
+            f"{_size(need(n))} per chip on {n} chips (sharded state {_size(need(n) - largest)} + the largest "
+            f"parameter gathered whole {_size(largest)}); the budget is {_size(budget_bytes)}"
         )
     fewer = next((m for m in range(1, n) if batch % m == 0 and need(m) <= budget_bytes), None)
     if fewer is not None:
-        return _fail(name, f"fits ({_size(need(n))} per chip), but {fewer} chips fit too ({_size(need(fewer))})")
-    return _ok(
-        name,
-        f"{n} chips: {_size(need(n))} per chip of a {_size(budget_bytes)} budget"
-        + (f"; {prev} chips would need {_size(need(prev))}" if (prev := _smaller_divisor(batch, n)) else ""),
-    )
+        return False, f"fits ({_size(need(n))} per chip), but {fewer} chips fit too ({_size(need(fewer))})"
+    return True, f"{n} chips ({_size(need(n))} of {_size(budget_bytes)})"
+
+
+@guarded("FSDP chips")
+def check_fsdp_chips(
+    fewest: Callable[..., Any] | None,
+    state_bytes_per_param: float = 16,
+    gathered_bytes_per_param: float = 4,
+) -> Check:
+    """``fewest(shapes, budget_bytes, batch) -> chips``: the fewest chips over which FSDP fits a model of parameter
+    ``shapes`` in ``budget_bytes`` per chip, asked about models the chapter never shows (:func:`hidden_fsdp_jobs`).
+
+    Per chip: every parameter's training state (``state_bytes_per_param``, 16 = float32 parameter, gradient and
+    AdamW's two moments) sharded as :func:`xlaport.distributed.mesh.fsdp_bytes_per_device` computes, plus the largest
+    parameter gathered whole (``gathered_bytes_per_param``), as FSDP does before a layer uses it. The global
+    ``batch`` must split evenly over the chips.
+    """
+    name = "FSDP chips"
+    if not state_bytes_per_param > 0 or not gathered_bytes_per_param > 0:
+        raise ArgumentError("bytes per parameter must be positive")
+    if fewest is None:
+        return _none(name)
+    if not callable(fewest):
+        return _fail(
+            name, f"answer must be a function fewest(shapes, budget_bytes, batch) -> chips, not {fewest!r:.20}"
+        )
+    done = []
+    for shapes, budget, batch in hidden_fsdp_jobs():
+        params = sum(math.prod(s) for s in shapes.values())
+        where = f"for {params / 1e6:,.1f} M parameters, {_size(budget)} per chip, a batch of {batch}"
+        try:
+            got = fewest(dict(shapes), budget, batch)
+        except Exception as e:
+            return _fail(name, f"{where}: {raised(e, 'it')}")
+        try:
+            n = int(got)
+        except (TypeError, ValueError):
+            return _fail(name, f"{where}: it must return a whole number of chips, got {got!r:.30}")
+        if n != got or n < 1:
+            return _fail(name, f"{where}: it must return a whole number of chips >= 1, got {got!r:.30}")
+        ok, why = _fsdp_verdict(n, shapes, budget, batch, state_bytes_per_param, gathered_bytes_per_param)
+        if not ok:
+            return _fail(name, f"{where}: {why}")
+        done.append(why)
+    return _ok(name, f"the fewest chips for {len(done)} models the chapter never shows: " + "; ".join(done))
 
 
 def _size(n_bytes: float) -> str:
     """Bytes for a message: GB with one decimal, or MB below a tenth of a GB (never "0.0 GB")."""
     return f"{n_bytes / 1e9:.1f} GB" if n_bytes >= 1e8 else f"{n_bytes / 1e6:.1f} MB"
-
-
-def _smaller_divisor(batch: int, n: int) -> int | None:
-    return next((m for m in range(n - 1, 0, -1) if batch % m == 0), None)

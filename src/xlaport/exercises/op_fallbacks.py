@@ -1,4 +1,4 @@
-"""Chapter *Op fallbacks*: rewrites with ops every target has, and a padded unique."""
+"""Chapter *Op fallbacks*: a solve with ops every target has, and a padded unique."""
 
 from __future__ import annotations
 
@@ -7,38 +7,63 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..text import sci
-from .common import Check, _fail, _none, _ok, guarded
+from .common import ArgumentError, Check, _fail, _none, _ok, guarded, raised
 
-__all__ = ["check_rewrite", "check_padded_unique"]
+__all__ = ["check_rewrite", "check_padded_unique", "hidden_spd_systems", "hidden_pair_batches"]
+
+
+def hidden_spd_systems() -> list[tuple[Any, Any]]:
+    """The systems ``A x = b`` the solve check runs on (float64, ``A`` symmetric positive definite, condition number
+    10 to 1000): sizes and right-hand sides the chapter never shows, one with several columns."""
+    import torch
+
+    g = torch.Generator().manual_seed(1618)
+    out = []
+    for m, cols, cond in ((3, 1, 10.0), (7, 3, 1e3), (12, 2, 1e2)):
+        q, _ = torch.linalg.qr(torch.randn(m, m, generator=g, dtype=torch.float64))
+        a = (q * torch.logspace(0, math.log10(cond), m, dtype=torch.float64)) @ q.T
+        out.append(((a + a.T) / 2, torch.randn(m, cols, generator=g, dtype=torch.float64)))
+    return out
 
 
 @guarded("rewrite")
 def check_rewrite(
     fn: Callable[..., Any] | None,
     reference: Callable[..., Any],
-    inputs: Sequence[Any],
+    atol: float = 1e-8,
     targets: Sequence[str] = ("tpu", "neuron"),
-    atol: float = 1e-4,
 ) -> Check:
-    """``fn`` computes what ``reference`` does (within ``atol``) and no op it runs raises or falls back on ``targets``."""
-    import torch
-
+    """``fn(A, b)`` solves the symmetric positive definite system ``A x = b`` as ``reference(A, b)`` does (within
+    ``atol``) on systems the chapter never shows (:func:`hidden_spd_systems`), and no op it runs raises or falls back
+    on ``targets``."""
     from ..ops.coverage import coverage
     from ..ops.trace import aten_ops
 
     name = "rewrite"
+    if not callable(reference):
+        raise ArgumentError("reference must be the original solve, a function (A, b) -> x")
     if fn is None:
         return _none(name)
-    try:
-        got, want = fn(*inputs), reference(*inputs)
-    except Exception as e:
-        return _fail(name, f"the rewrite raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
-    if tuple(got.shape) != tuple(want.shape):
-        return _fail(name, f"shape {tuple(got.shape)}, the reference gives {tuple(want.shape)}")
-    err = float((got.double() - want.double()).abs().max())
-    if not math.isfinite(err) or err > atol:
-        return _fail(name, f"max |error| against the reference {err:.2e} > {atol:.0e}")
-    trace = aten_ops(fn, *inputs)
+    if not callable(fn):
+        return _fail(name, "answer must be a function solve(A, b) -> x, not a tensor")
+    systems = hidden_spd_systems()
+    worst = 0.0
+    for a, b in systems:
+        where = f"on a {a.shape[0]}x{a.shape[0]} system with {b.shape[1]} right-hand side(s)"
+        want = reference(a, b)
+        try:
+            got = fn(a.clone(), b.clone())
+        except Exception as e:
+            return _fail(name, f"{where}: the rewrite {raised(e)}")
+        if not hasattr(got, "shape") or tuple(got.shape) != tuple(want.shape):
+            return _fail(
+                name, f"{where}: shape {tuple(getattr(got, 'shape', ()))}, the reference gives {tuple(want.shape)}"
+            )
+        err = float((got.double() - want.double()).abs().max())
+        if not math.isfinite(err) or err > atol:
+            return _fail(name, f"{where}: max |error| against the reference {err:.2e} > {atol:.0e}")
+        worst = max(worst, err)
+    trace = aten_ops(fn, *systems[1])
     for target in targets:
         cov = coverage(trace, target)
         if not cov.ok:
@@ -46,14 +71,34 @@ def check_rewrite(
             return _fail(
                 name, f"on {target}: {', '.join(bad)} {cov[bad[0]].status}; rewrite it with ops the target has"
             )
-    del torch
-    return _ok(name, f"matches the reference to {sci(err)}; every op runs on {' and '.join(targets)}")
+    return _ok(
+        name,
+        f"matches the reference to {sci(worst)} on {len(systems)} systems the chapter never shows; every op runs on "
+        f"{' and '.join(targets)}",
+    )
+
+
+def hidden_pair_batches() -> list[Any]:
+    """The batches of id pairs the padded-unique check runs on: sizes and id ranges the chapter never shows (ids
+    above 16 included), one batch of a single repeated pair and one without duplicates."""
+    import torch
+
+    g = torch.Generator().manual_seed(4242)
+    n = torch.arange(30)
+    return [
+        torch.randint(0, 5, (16, 2), generator=g),
+        torch.randint(0, 50, (40, 2), generator=g),
+        torch.full((24, 2), 7),
+        torch.stack([n // 6 * 9, n % 6 + 20], 1)[torch.randperm(30, generator=g)],
+        torch.randint(0, 4, (33, 2), generator=g) * torch.tensor([1, 100]),
+    ]
 
 
 @guarded("padded unique")
-def check_padded_unique(fn: Callable[..., Any] | None, batches: Sequence[Any], target: str = "tpu") -> Check:
-    """``fn(pairs (n, 2)) -> (padded (n, 2), count)``: the first ``count`` rows are the distinct pairs, the shape
-    never changes, and no op raises or falls back on ``target``."""
+def check_padded_unique(fn: Callable[..., Any] | None, target: str = "tpu") -> Check:
+    """``fn(pairs (n, 2)) -> (padded (n, 2), count)``: the first ``count`` rows are the distinct pairs, the output
+    has the input's shape, and no op raises or falls back on ``target``; run on batches the chapter never shows
+    (:func:`hidden_pair_batches`)."""
     import torch
 
     from ..ops.coverage import coverage
@@ -62,22 +107,35 @@ def check_padded_unique(fn: Callable[..., Any] | None, batches: Sequence[Any], t
     name = "padded unique"
     if fn is None:
         return _none(name)
-    shapes = set()
-    for i, x in enumerate(batches):
+    if not callable(fn):
+        return _fail(name, "answer must be a function dedup(pairs) -> (padded, count)")
+    batches = hidden_pair_batches()
+    for x in batches:
+        where = f"on a batch of {len(x)} pairs with ids up to {int(x.max())}"
         try:
-            padded, count = fn(x)
+            padded, count = fn(x.clone())
         except Exception as e:
-            return _fail(name, f"raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
-        shapes.add(tuple(padded.shape))
-        n = int(count)
+            return _fail(name, f"{where}: {raised(e, 'it')}")
+        if not isinstance(padded, torch.Tensor):
+            return _fail(name, f"{where}: it must return (padded tensor, count), got a {type(padded).__name__}")
         want = {tuple(r) for r in torch.unique(x, dim=0).tolist()}
+        if tuple(padded.shape) != tuple(x.shape):
+            return _fail(
+                name,
+                f"{where}: output shape {tuple(padded.shape)} for input {tuple(x.shape)}: the shape follows the "
+                "number of distinct pairs, so each count is a new program",
+            )
+        n = int(count)
         got = [tuple(r) for r in padded[:n].tolist()]
         if set(got) != want or len(got) != len(want):
-            return _fail(name, f"batch {i}: {n} rows counted, {len(want)} distinct pairs expected")
-    if len(shapes) > 1:
-        return _fail(name, f"{len(shapes)} output shapes {sorted(shapes)}: each is a new program")
-    cov = coverage(aten_ops(fn, batches[0]), target)
+            hint = ""
+            if len(got) != len(want) and len({p for p in got}) == len(got) and set(got) < want:
+                hint = " (different pairs got one key: make the key unique for any ids, e.g. from the batch's max)"
+            return _fail(name, f"{where}: {n} rows counted, {len(want)} distinct pairs expected{hint}")
+    cov = coverage(aten_ops(fn, batches[1]), target)
     if not cov.ok:
         bad = cov.raises + cov.fallbacks
         return _fail(name, f"on {target}: {', '.join(bad)} {cov[bad[0]].status}")
-    return _ok(name, f"one output shape {shapes.pop()} for {len(batches)} batches; every op runs on {target}")
+    return _ok(
+        name, f"right on {len(batches)} batches the chapter never shows, one shape each; every op runs on {target}"
+    )
