@@ -9,6 +9,7 @@ the registry at a time so that no single command holds a shared machine for long
     python scripts/zoo_sweep.py --rerun vit --why "..."  # re-run some models, replace their rows in the record
     flock /tmp/xlaport-heavy.lock ...                  # on a shared machine, wrap each chunk (--lock PATH does it)
     python scripts/zoo_sweep.py --parts /tmp/zoo-parts  # resumable: each chunk kept there, a rerun skips it
+    python scripts/zoo_sweep.py --per-model --lock L    # one model per command (and per hold of the lock L)
 
 The recorded wall time is the sum of the chunks' own wall times (each includes its processes' start-up).
 """
@@ -75,6 +76,11 @@ def main() -> int:
     )
     p.add_argument("--why", default="", help="with --rerun: why these rows were re-run (kept in the record)")
     p.add_argument(
+        "--per-model",
+        action="store_true",
+        help="one command (and one --lock hold) per model instead of per family: shorter holds on a shared machine",
+    )
+    p.add_argument(
         "--parts",
         default=None,
         metavar="DIR",
@@ -88,8 +94,14 @@ def main() -> int:
     for target in targets:
         for family in FAMILIES:
             models = names(family)
-            if models:
-                keep = Path(args.parts) / f"{target}-{family}.json" if args.parts else None
+            if not models:
+                continue
+            keep = Path(args.parts) / f"{target}-{family}.json" if args.parts else None
+            if args.per_model and not (keep and keep.exists()):  # a family kept by an earlier run is reused whole
+                for m in models:
+                    one = Path(args.parts) / f"{target}-{m}.json" if args.parts else None
+                    parts.append(run_chunk(target, (m,), args.lock, extra, one))
+            else:
                 parts.append(run_chunk(target, models, args.lock, extra, keep))
     merged = SweepResult.merge(parts)
     data = merged.as_dict()
@@ -97,7 +109,9 @@ def main() -> int:
         "command": "xlaport zoo "
         + " ".join(f"--target {t}" for t in targets)
         + (" " + " ".join(extra) if extra else ""),
-        "how": "run by scripts/zoo_sweep.py, one family of the registry per command, each model in its own process",
+        "how": "run by scripts/zoo_sweep.py, "
+        + ("one model" if args.per_model else "one family of the registry")
+        + " per command, each model in its own process",
         "machine": args.machine,
         "date": datetime.date.today().isoformat(),
         "chunk_wall_s": [round(p.wall_s, 1) for p in parts],
