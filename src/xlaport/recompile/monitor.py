@@ -56,6 +56,7 @@ from typing import Any
 import torch
 
 from .. import metrics
+from ..text import plural
 from .dynamo_events import EVENTS, CompileEvent
 
 __all__ = [
@@ -249,7 +250,8 @@ class Summary:
     def __str__(self) -> str:
         cs = "n/a" if self.compile_s is None else f"{self.compile_s:.2f} s"
         return (
-            f"{self.steps} steps, {self.compiles} compiles ({self.source}) in {self.compile_steps} steps, "
+            f"{plural(self.steps, 'step')}, {plural(self.compiles, 'compile')} ({self.source}) in "
+            f"{plural(self.compile_steps, 'step')}, "
             f"compile {cs}, wall {self.wall_s:.2f} s, first compile step {self.first_compile_step_s:.3f} s, "
             + (
                 f"cached step median {self.steady_median_s * 1e3:.2f} ms, ratio {self.ratio:.0f}x, "
