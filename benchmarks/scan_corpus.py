@@ -23,8 +23,10 @@ from pathlib import Path
 from xlaport.scan import RULES, ScanConfig, scan
 
 CORPUS = Path(__file__).resolve().parent / "scan_corpus"
-#: labelled and scored, but not looked at while the rules were being fixed
+#: held out in the first round of rule fixes; their misses were then fixed as classes in the second round
 HELD_OUT = ("vits", "fastchat", "liger_kernel")
+#: added after the second round, labelled before the scanner ran on them, not used to fix rules
+FRESH = ("whisper", "mingpt")
 
 Key = tuple[str, int, str]  # (file relative to the repository folder, line, rule)
 
@@ -152,19 +154,26 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--misses", action="store_true", help="list the tuning set's false positives and negatives")
     p.add_argument(
-        "--misses-held-out", action="store_true", help="also list the held-out set's (spoils it for rule fixing)"
+        "--misses-held-out", action="store_true", help="also list the held-out sets' (spoils them for rule fixing)"
     )
     p.add_argument("--json", action="store_true", help="print the scores as JSON")
     args = p.parse_args(argv)
     names = repos()
-    tuning = [r for r in names if r not in HELD_OUT]
+    tuning = [r for r in names if r not in HELD_OUT and r not in FRESH]
     held = [r for r in names if r in HELD_OUT]
-    scores = {"tuning": evaluate(tuning), "held_out": evaluate(held), "all": evaluate(names)}
+    fresh = [r for r in names if r in FRESH]
+    scores = {
+        "tuning": evaluate(tuning),
+        "held_out": evaluate(held),
+        "fresh": evaluate(fresh),
+        "all": evaluate(names),
+    }
     if args.json:
         print(json.dumps({k: v.as_dict() for k, v in scores.items()}, indent=2))
         return 0
     print(table(f"tuning set ({', '.join(tuning)})", scores["tuning"]))
-    print(table(f"held-out set ({', '.join(held)})", scores["held_out"]))
+    print(table(f"held-out set, first round ({', '.join(held)})", scores["held_out"]))
+    print(table(f"held-out set, fresh ({', '.join(fresh)})", scores["fresh"]))
     print(table("all", scores["all"]))
     if args.misses or args.misses_held_out:
         s = scores["all"] if args.misses_held_out else scores["tuning"]

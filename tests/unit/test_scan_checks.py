@@ -211,3 +211,21 @@ def test_findings_resting_on_a_name_say_so() -> None:
     (g,) = [f for f in scan_source(known) if f.rule == "tensor-condition"]
     assert g.confidence == "high" and "guess" not in g.message
     assert g.as_dict()["confidence"] == "high"
+
+
+def test_device_string_assigned_to_an_attribute() -> None:
+    src = "import torch\nclass T:\n    def __init__(self):\n        self.device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+    assert _hits(src, "cuda-device") == [4]
+    assert _hits("class T:\n    def f(self):\n        self.name = 'cuda'\n", "cuda-device") == []
+
+
+def test_a_mask_on_its_own_line_is_reported_there() -> None:
+    src = "import torch\ndef f(t: torch.Tensor):\n    ts = t[\n        t.ge(3)\n    ]\n    return ts\n"
+    assert _hits(src, "boolean-mask-index") == [4]
+    assert _hits("import torch\ndef f(t: torch.Tensor):\n    return t[t > 0]\n", "boolean-mask-index") == [3]
+
+
+def test_a_host_tensor_indexed_in_a_loop_is_no_device_view() -> None:
+    src = "import torch\ndef fin(lp: torch.Tensor):\n    lp = lp.cpu()\n    for i in range(4):\n        x = lp[i]\n"
+    assert _hits(src, "view-offset-in-loop") == []
+    assert _hits(src.replace("    lp = lp.cpu()\n", ""), "view-offset-in-loop") == [4]

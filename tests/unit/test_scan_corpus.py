@@ -28,7 +28,7 @@ def test_corpus_is_eight_repositories_with_licence_commit_and_labels(corpus: Mod
 
     names = corpus.repos()
     assert len(names) >= 8
-    assert set(corpus.HELD_OUT) < set(names)
+    assert set(corpus.HELD_OUT) < set(names) and set(corpus.FRESH) < set(names)
     for n in names:
         d = corpus.CORPUS / n
         src = tomllib.loads((d / "SOURCE.toml").read_text())
@@ -70,18 +70,30 @@ def test_whole_corpus_meets_the_bar_overall_and_per_rule(corpus: ModuleType) -> 
 
 
 def test_tuning_set_meets_the_bar(corpus: ModuleType) -> None:
-    s = corpus.evaluate([r for r in corpus.repos() if r not in corpus.HELD_OUT])
+    s = corpus.evaluate([r for r in corpus.repos() if r not in corpus.HELD_OUT and r not in corpus.FRESH])
     report = corpus.table("tuning", s)
     assert s.precision() >= OVERALL and s.recall() >= OVERALL, report
     assert not _judge(corpus, "tuning", s), report
 
 
 def test_held_out_set_reported_separately(corpus: ModuleType) -> None:
-    """The held-out repositories on their own: the same per-rule bar, and the overall bar."""
+    """The first-round held-out repositories on their own: the same per-rule bar, and the overall bar."""
     held = corpus.evaluate(list(corpus.HELD_OUT))
     report = corpus.table("held out", held)
     assert held.precision() >= OVERALL and held.recall() >= OVERALL, report
     assert not _judge(corpus, "held out", held), report
+
+
+#: the fresh held-out set guards against overfitting; it is small (about twenty rows), so its bar is overall
+#: only, and lower: one row moves a rule's figure by 0.25 or more there
+FRESH_OVERALL = 0.9
+
+
+def test_fresh_held_out_set_reported_separately(corpus: ModuleType) -> None:
+    fresh = corpus.evaluate(list(corpus.FRESH))
+    report = corpus.table("fresh held out", fresh)
+    print(report)
+    assert fresh.precision() >= FRESH_OVERALL and fresh.recall() >= FRESH_OVERALL, report
 
 
 def test_thin_rules_are_the_ones_the_readme_lists(corpus: ModuleType) -> None:

@@ -245,12 +245,14 @@ def cuda_device_dict(w: Walker, node: ast.Dict) -> None:
 @check("cuda-device", ast.Assign, ast.AnnAssign)
 def cuda_device_assign(w: Walker, node: Any) -> None:
     for t in w.assign_targets(node):
-        if t.__class__ is ast.Name:
-            low = t.id.lower()
-            if "device" in low or low in ("dev", "map_location"):
-                s = device_string(node.value)
-                if s:
-                    w.hit("cuda-device", node.value, f'`{t.id} = "{s}"`{_DEVICE_ON_HOST}', detail=s)
+        # `device = "cuda"`, and the same on an attribute: `self.device = "cuda" if ... else "cpu"`
+        name = t.id if t.__class__ is ast.Name else t.attr if t.__class__ is ast.Attribute else ""
+        low = name.lower()
+        if "device" in low or low in ("dev", "map_location"):
+            s = device_string(node.value)
+            if s:
+                shown = name if t.__class__ is ast.Name else ast.unparse(t)
+                w.hit("cuda-device", node.value, f'`{shown} = "{s}"`{_DEVICE_ON_HOST}', detail=s)
 
 
 @check("cuda-device", DEFAULTS)
@@ -655,7 +657,8 @@ def boolean_mask_index(w: Walker, node: ast.Subscript) -> None:
         if e.__class__ is not ast.Slice and w.is_mask(e):
             w.hit(
                 "boolean-mask-index",
-                node,
+                # on the mask's line when the subscript spans lines (`x[\n    x.ge(t)\n]`)
+                e if getattr(e, "lineno", node.lineno) != node.lineno else node,
                 f"indexing with a boolean mask has a data-dependent shape{_NEW_SHAPE}",
                 tensor_guess=True,
             )
@@ -832,7 +835,7 @@ def _list_names(e: ast.AST) -> list[str]:
 @check("view-offset-in-loop", ast.Subscript)
 def view_offset_in_loop(w: Walker, node: ast.Subscript) -> None:
     lv = w.scope.loop_vars
-    if lv and w.is_tensor(node.value):
+    if lv and w.is_tensor(node.value) and not w.on_host(node.value):  # a host tensor has no compiled views
         for n in ast.walk(node.slice):
             if n.__class__ is ast.Name and any(n.id in vs for vs in lv):
                 name = ast.unparse(node.value)
