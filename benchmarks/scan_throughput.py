@@ -6,7 +6,11 @@
 throughput: reads and parses every ``.py`` file of the installed ``torch`` package with ``ast.parse`` (the
 floor any Python-AST scanner pays), then scans the same tree with ``xlaport.scan.scan`` in this process
 (``jobs=1``) and with its default parallelism, in one run, alternating; prints MB/s and the ratios, and exits
-1 when the scan in one process (jobs=1) is under 50% of bare parsing.
+1 when the scan in one process (jobs=1) is under 50% of bare parsing. The one-process figures are taken in
+CPU time of this process (``time.process_time``) as well as wall time: on a shared machine other jobs'
+load moves wall time by more than the difference being measured, while the CPU time each side spends is
+what the budget is about; the gate reads CPU time. The parallel scan is measured in wall time only (its
+work is done in worker processes).
 
 fuzz: scans every ``.py`` file under site-packages (or chunk I of N of them, for runs that must stay short),
 each as its own root so no folder is skipped; exits 1 if ``scan`` raises or reports an internal error.
@@ -41,16 +45,16 @@ def _py_files(root: Path, skip: frozenset[str] = frozenset()) -> list[Path]:
     return out
 
 
-def _bare(files: list[Path]) -> tuple[float, int, int]:
-    """Seconds, bytes and files for read + ast.parse of every file (files that do not parse still count)."""
-    start = time.perf_counter()
+def _bare(files: list[Path]) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds and bytes for read + ast.parse of every file (files that do not parse count)."""
+    start, cpu = time.perf_counter(), time.process_time()
     nbytes = 0
     for p in files:
         data = p.read_bytes()
         nbytes += len(data)
         with contextlib.suppress(SyntaxError, ValueError, RecursionError, MemoryError):
             ast.parse(data)
-    return time.perf_counter() - start, nbytes, len(files)
+    return time.perf_counter() - start, time.process_time() - cpu, nbytes
 
 
 def throughput(repeat: int) -> int:
@@ -64,33 +68,54 @@ def throughput(repeat: int) -> int:
     files = _py_files(root, SKIP_DIRS)
     cfg = ScanConfig()
     rows: dict[str, list[float]] = {"bare ast.parse": [], "scan jobs=1": [], "scan default jobs": []}
+    cpu_rows: dict[str, list[float]] = {"bare ast.parse": [], "scan jobs=1": []}
     info: dict[str, object] = {}
+    nbytes = 0
     for _ in range(repeat):
-        s, nbytes, _ = _bare(files)
-        rows["bare ast.parse"].append(nbytes / s)
+        wall, cpu, nbytes = _bare(files)
+        rows["bare ast.parse"].append(nbytes / wall)
+        cpu_rows["bare ast.parse"].append(nbytes / cpu)
         for label, jobs in (("scan jobs=1", 1), ("scan default jobs", None)):
+            cpu0 = time.process_time()
             res = scan(root, config=cfg, jobs=jobs)
+            if jobs == 1:
+                cpu_rows[label].append(res.bytes / (time.process_time() - cpu0))
             rows[label].append(res.bytes / res.seconds)
-            info[label] = {"files": res.files, "bytes": res.bytes, "jobs": res.jobs, "findings": len(res.findings)}
+            low = sum(f.confidence == "low" for f in res.findings)
+            info[label] = {
+                "files": res.files,
+                "bytes": res.bytes,
+                "jobs": res.jobs,
+                "findings": len(res.findings),
+                "low_confidence": low,
+            }
     best = {k: max(v) for k, v in rows.items()}
+    best_cpu = {k: max(v) for k, v in cpu_rows.items()}
     print(
         f"torch {root.parent.name}/{root.name}: {len(files):,} .py files, {nbytes / 1e6:,.1f} MB, {os.cpu_count()} cores"
     )
     for k, v in best.items():
-        print(f"  {k:<18} {v / 1e6:7.2f} MB/s  ({v / best['bare ast.parse']:.0%} of bare ast.parse)")
-    ratio = best["scan default jobs"] / best["bare ast.parse"]
+        line = f"  {k:<18} wall {v / 1e6:7.2f} MB/s ({v / best['bare ast.parse']:.0%} of bare ast.parse)"
+        if k in best_cpu:
+            c = best_cpu[k]
+            line += f"   CPU {c / 1e6:7.2f} MB/s ({c / best_cpu['bare ast.parse']:.0%})"
+        print(line)
+    serial_cpu = best_cpu["scan jobs=1"] / best_cpu["bare ast.parse"]
     summary = {
         "files": len(files),
         "mb": round(nbytes / 1e6, 2),
         "mb_per_s": {k: round(v / 1e6, 3) for k, v in best.items()},
+        "cpu_mb_per_s": {k: round(v / 1e6, 3) for k, v in best_cpu.items()},
         "ratio_serial": round(best["scan jobs=1"] / best["bare ast.parse"], 3),
-        "ratio_default": round(ratio, 3),
+        "ratio_serial_cpu": round(serial_cpu, 3),
+        "ratio_default": round(best["scan default jobs"] / best["bare ast.parse"], 3),
         "scan": info,
         "repeat": repeat,
     }
     print(json.dumps(summary))
-    # the budget is for one process (jobs=1): on a loaded or two-core machine the pool's start-up dominates
-    return 0 if best["scan jobs=1"] / best["bare ast.parse"] >= 0.5 else 1
+    # the budget is for one process (jobs=1), in CPU time: on a loaded or two-core machine the pool's
+    # start-up and other jobs' load dominate wall time
+    return 0 if serial_cpu >= 0.5 else 1
 
 
 def fuzz(chunk: str) -> int:

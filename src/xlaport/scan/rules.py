@@ -214,11 +214,11 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "growing-cache",
-        "Tensor grown with torch.cat in a loop",
+        "Tensor that grows in a loop",
         "warning",
         "recompile",
-        "A tensor concatenated onto itself changes shape every step: one new program per length on "
-        "TPU/Trainium, where compiled steps are static.",
+        "A tensor concatenated onto itself, or built each step from a Python list the loop appends to, changes "
+        "shape every step: one new program per length on TPU/Trainium, where compiled steps are static.",
         "Preallocate to the maximum length and write in place (`index_copy_` at a position held in a device "
         "tensor), with a mask over the unused slots.",
         "notebooks/port_inference",
