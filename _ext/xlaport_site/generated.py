@@ -10,7 +10,9 @@ Config ``xlaport_generate`` lists what to make, into the source directory:
 * ``verified``: ``book/verified.md``, the verified-on page: the committed run records (``verified/*.json``) and this
   build's own emulated run, read from the executed notebooks under ``notebooks/`` (``scripts/verify.py``).
 
-A file is rewritten only when its text changes. The scripts are the project's own (``scripts/``, in the first
+Generated text is markdown read with MyST's dollar maths on: every ``$`` in it outside a code span is escaped
+(:func:`xlaport.text.escape_dollars`), so a price in the data (a source's "$98.32/h") stays prose. A file is
+rewritten only when its text changes. The scripts are the project's own (``scripts/``, in the first
 parent of this file or of the installed toolkit with ``pyproject.toml`` and ``scripts/``), so a staged copy of the
 extension finds them as well.
 """
@@ -58,9 +60,10 @@ def _write(path: Path, text: str) -> Path:
 def reference_pages(srcdir: Path) -> list[Path]:
     from xlaport import reference
     from xlaport.reference import freshness
+    from xlaport.text import escape_dollars
 
     out = srcdir / "book" / "generated"
-    pages = [_write(out / f"{page}.md", reference.render(page)) for page in reference.PAGES]
+    pages = [_write(out / f"{page}.md", escape_dollars(reference.render(page))) for page in reference.PAGES]
     return [*pages, _write(out / "facts_checked.md", freshness.render())]
 
 
@@ -85,7 +88,9 @@ def verified(srcdir: Path) -> list[Path]:
     }
     this_build = {"date": "this build", "requested_target": "parameters cells", "torch": torch.__version__}
     records = [*verify.load_records(project_root() / "verified"), {**this_build, "chapters": chapters}]
-    return [_write(srcdir / "book" / "verified.md", verify.render_page(records))]
+    from xlaport.text import escape_dollars
+
+    return [_write(srcdir / "book" / "verified.md", escape_dollars(verify.render_page(records)))]
 
 
 MAKERS = {"reference": reference_pages, "flowchart": flowchart, "curriculum": curriculum, "verified": verified}
