@@ -91,7 +91,8 @@ def render(targets: Sequence[str] = COVERAGE_TARGETS) -> str:
     for tab in tables.values():
         default = "raises `NotImplementedError` (CPU fallback off)" if tab.missing == "raise" else "falls back to CPU"
         n = f"{len(tab.kernels)} op names (all overloads)" if tab.by_base else f"{len(tab.kernels)} overloads"
-        out.append(f"| {tab.title} | {n} | {default} | {tab.confidence} | {tab.source} |")
+        read = f" (read {tab.meta['checked']})" if tab.meta.get("checked") else ""
+        out.append(f"| {tab.title} | {n} | {default} | {tab.confidence} | {tab.source}{read} |")
     out += [
         "",
         "A call counts as *decomposed* when PyTorch's composite kernel for it calls only ops the target has "
@@ -142,6 +143,7 @@ def render(targets: Sequence[str] = COVERAGE_TARGETS) -> str:
             "## TorchNeuron: what is and is not known",
             "",
             tables["neuron"].meta["note"],
-            f"Default CPU fallback: {tables['neuron'].meta['default_fallback_source']}",
+            f"Default CPU fallback: {tables['neuron'].meta['default_fallback_source']} "
+            f"(read {tables['neuron'].meta['default_fallback_checked']})",
         ]
     return "\n".join(out) + "\n"
