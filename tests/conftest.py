@@ -88,9 +88,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "fresh_python" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.subprocess)
-    # The chapters first, longest budget first: `pytest -n 2 --dist load` (make test) then hands them out in turn,
-    # so the two longest run side by side and the short tests fill the gaps. Order within the rest is unchanged.
+    # The chapters first, longest budget first: `pytest -n 2 --dist loadgroup` (make test) then hands them out one by
+    # one as workers come free, so the two longest run side by side and the short tests fill the gaps. Every other
+    # test goes with its module (one group), so a module's fixtures are set up once, not once per worker.
     budgets = {id(item): _chapter_budget(item) for item in items}
+    for item in items:
+        if not budgets[id(item)]:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
     items.sort(key=lambda item: -budgets[id(item)])
 
 
