@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import resource
 import time
 from pathlib import Path
 
@@ -23,14 +24,20 @@ TIMINGS = EXECUTED / "timings.json"
 SLACK = 1.5  # CI machines vary; a notebook must stay within 1.5x its budget
 
 
-def _record(name: str, seconds: float, budget: float) -> None:
+def _record(name: str, seconds: float, budget: float, cpu_s: float) -> None:
     # make test runs chapters side by side (pytest -n): one writer at a time, each adding its own entry.
     TIMINGS.parent.mkdir(parents=True, exist_ok=True)
     with open(TIMINGS.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         data = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
-        data[name] = {"seconds": round(seconds, 1), "budget_s": budget}
+        data[name] = {"seconds": round(seconds, 1), "budget_s": budget, "cpu_s": round(cpu_s, 1)}
         TIMINGS.write_text(json.dumps(data, indent=2, sort_keys=True))
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of this process's finished children: the chapter's kernel once it has exited."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 @pytest.mark.notebook
@@ -41,7 +48,7 @@ def test_notebook_runs(path: Path) -> None:
     budget = float(nbformat.read(path, as_version=4).metadata["xlaport"]["budget_s"])
     out = EXECUTED / "notebooks" / path.name
     out.parent.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
+    start, used = time.perf_counter(), _children_cpu()
     papermill.execute_notebook(
         str(path),
         str(out),
@@ -50,7 +57,7 @@ def test_notebook_runs(path: Path) -> None:
         progress_bar=False,
         execution_timeout=int(budget * 4),
     )
-    seconds = time.perf_counter() - start
-    _record(path.stem, seconds, budget)
-    print(f"{path.name}: {seconds:.1f} s (budget {budget:.0f} s)")
+    seconds, cpu_s = time.perf_counter() - start, _children_cpu() - used
+    _record(path.stem, seconds, budget, cpu_s)
+    print(f"{path.name}: {seconds:.1f} s, {cpu_s:.1f} s of CPU (budget {budget:.0f} s)")
     assert seconds <= budget * SLACK, f"{path.name} took {seconds:.1f} s, budget {budget:.0f} s"
