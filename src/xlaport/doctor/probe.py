@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..text import plural
+
 __all__ = ["ProbeCall", "ProbeResult", "run_probe", "parse_probe", "main"]
 
 
@@ -64,10 +66,11 @@ class ProbeResult:
             return f"{len(errors)} of {len(self.calls)} calls failed on {self.target}: {errors[0].error}"
         if self.repeat_compiles:
             return (
-                f"{self.compiles} programs for {self.shapes} input shapes; {self.repeat_compiles} of them for shapes "
+                f"{plural(self.compiles, 'program')} for {plural(self.shapes, 'input shape')}; {self.repeat_compiles} "
+                "of them for shapes "
                 "already seen: the graph depends on the data (a data-dependent shape, a baked-in value)"
             )
-        return f"{self.compiles} programs for {self.shapes} input shapes; shapes seen before compiled nothing"
+        return f"{plural(self.compiles, 'program')} for {plural(self.shapes, 'input shape')}; shapes seen before compiled nothing"
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -39,7 +39,9 @@ def check_batch_shapes(
         real = sum(int((y != ignore_index).sum()) for _, y in batches)
         if real < n_items:
             return _fail(
-                name, f"one shape {shapes[0]}, but {real} real items of {n_items}: {n_items - real} are never seen"
+                name,
+                f"one shape {shapes[0]}, but {real} real items of {n_items}: {n_items - real} "
+                f"{'is' if n_items - real == 1 else 'are'} never seen",
             )
         if real > n_items:
             return _fail(name, f"one shape {shapes[0]}, but {real} real items for {n_items}: some are trained on twice")
@@ -110,7 +112,7 @@ def _batches_problem(batches: Any, n: int, batch_size: int, labels: Any, ignore_
         )
     missing = int((counts == 0).sum())
     if missing:
-        return f"{missing} of {n} images are never seen"
+        return f"{missing} of {n} images {'is' if missing == 1 else 'are'} never seen"
     if bool((ylab[real] != labels[seen]).any()):
         return "labels no longer match their images: index images and labels with the same positions"
     return None

@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..text import sci
+from ..text import plural, sci
 from .common import ArgumentError, Check, _fail, _none, _ok, guarded, raised
 
 __all__ = ["check_rewrite", "check_padded_unique", "hidden_spd_systems", "hidden_pair_batches"]
@@ -131,7 +131,7 @@ def check_padded_unique(fn: Callable[..., Any] | None, target: str = "tpu") -> C
             hint = ""
             if len(got) != len(want) and len({p for p in got}) == len(got) and set(got) < want:
                 hint = " (different pairs got one key: make the key unique for any ids, e.g. from the batch's max)"
-            return _fail(name, f"{where}: {n} rows counted, {len(want)} distinct pairs expected{hint}")
+            return _fail(name, f"{where}: {plural(n, 'row')} counted, {len(want)} distinct pairs expected{hint}")
     cov = coverage(aten_ops(fn, batches[1]), target)
     if not cov.ok:
         bad = cov.raises + cov.fallbacks

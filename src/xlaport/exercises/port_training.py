@@ -65,7 +65,10 @@ def _order(make_loader: Callable[..., Any], n: int, bs: int, seed: int) -> tuple
         return None, f"window {i} comes {int(counts[i])} times in one pass: one pass sees each window once"
     missing = int((counts == 0).sum())
     if missing >= bs:
-        return None, f"{missing} of {n} windows are never seen: drop_last loses fewer than one batch"
+        return (
+            None,
+            f"{missing} of {n} windows {'is' if missing == 1 else 'are'} never seen: drop_last loses fewer than one batch",
+        )
     return ids.tolist(), None
 
 

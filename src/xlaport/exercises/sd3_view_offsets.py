@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ..text import plural
 from .common import ArgumentError, Check, _fail, _none, _ok, guarded, raised
 
 __all__ = ["check_view_culprits", "check_offsets_fixed", "hidden_loops"]
@@ -123,7 +124,7 @@ def check_offsets_fixed(
         if len(calls) != len(reference):
             return _fail(
                 name,
-                f"{where}: {len(calls)} steps, the loop has {len(reference)} (use the schedules passed in, not the "
+                f"{where}: {plural(len(calls), 'step')}, the loop has {len(reference)} (use the schedules passed in, not the "
                 "chapter's)",
             )
         if not all(isinstance(c, Mapping) for c in calls):
