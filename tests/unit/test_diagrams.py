@@ -236,3 +236,90 @@ def test_import_and_drawing_leave_torch_unloaded(fresh_python, tmp_path: Path) -
     )
     assert "torch modules: []" in out.stdout, out.stdout
     assert (tmp_path / "m.svg").exists()
+
+
+# --- grouped bars (custom_kernels' lines-of-code chart) and the book's plot record ----------------------------------
+
+LOC = {
+    "rmsnorm forward": {"Triton": 15, "Pallas": 23, "NKI": 23},
+    "rmsnorm backward": {"Triton": 30, "Pallas": 33},
+    "matmul + bias + ReLU": {"Triton": 28, "Pallas": 46},
+}
+LOC_COLORS = {"Triton": "#76b900", "Pallas": "#4285f4", "NKI": "#ff9900"}
+
+
+def test_grouped_bars_legend_covers_no_bar_and_no_label() -> None:
+    from matplotlib.patches import Rectangle
+
+    fig = diagrams.grouped_bars(LOC, "The same kernels in three languages", "lines of code", LOC_COLORS)
+    FigureCanvasAgg(fig).draw()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    ax = fig.axes[0]
+    legend = ax.get_legend() or fig.legends[0]
+    box = legend.get_window_extent(renderer)
+    bars = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_width() > 0]
+    labels = [t for t in ax.texts if t.get_text().strip()]
+    assert len(bars) == 7 and sorted(t.get_text() for t in labels) == sorted(
+        str(v) for group in LOC.values() for v in group.values()
+    )
+    covered = [p.get_width() for p in bars if box.overlaps(p.get_window_extent(renderer))]
+    covered += [t.get_text() for t in labels if box.overlaps(t.get_window_extent(renderer))]
+    assert covered == [], f"the legend covers bars or labels: {covered}"
+    # every label sits inside the axes, after its bar
+    inner = ax.get_window_extent(renderer)
+    assert all(inner.contains(*t.get_window_extent(renderer).p1) for t in labels)
+
+
+def test_grouped_bars_a_legend_inside_the_axes_would_be_caught() -> None:
+    """The overlap check above can fail: a legend moved onto the longest bar is seen."""
+    fig = diagrams.grouped_bars(LOC, "The same kernels in three languages", "lines of code", LOC_COLORS)
+    ax = fig.axes[0]
+    ax.legend(loc="lower right")
+    FigureCanvasAgg(fig).draw()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    box = ax.get_legend().get_window_extent(renderer)
+    assert any(box.overlaps(p.get_window_extent(renderer)) for p in ax.patches)
+
+
+def test_grouped_bars_rejects_bad_input() -> None:
+    with pytest.raises(ValueError, match="without a colour"):
+        diagrams.grouped_bars({"a": {"CUDA": 3}}, "title words here", "x", LOC_COLORS)
+    with pytest.raises(ValueError, match="must map"):
+        diagrams.grouped_bars({}, "title words here", "x", LOC_COLORS)
+
+
+def test_book_plots_fit_a_phone_column_legibly() -> None:
+    from xlaport import plots
+
+    assert plots.MIN_FONT_PT * plots.PHONE_COLUMN_PX / (72 * plots.WIDTH_IN) >= plots.LEGIBLE_PX
+    fig = diagrams.grouped_bars(LOC, "The same kernels in three languages", "lines of code", LOC_COLORS)
+    assert fig.get_size_inches()[0] <= plots.WIDTH_IN
+    assert plots.smallest_text_pt(fig) >= plots.MIN_FONT_PT
+
+
+def test_png_records_the_smallest_text() -> None:
+    import matplotlib.pyplot as plt
+
+    from xlaport import plots
+
+    fig, ax = plt.subplots(figsize=(4, 3), dpi=100)
+    plt.close(fig)
+    ax.plot([0, 1], [0, 1])
+    ax.set_title("a title at 14 pt", fontsize=14)
+    ax.tick_params(labelsize=9)
+    ax.text(0.5, 0.5, "a note at 7 pt", fontsize=7)
+    data = plots.png(fig)
+    assert plots.recorded_font_px(data) == pytest.approx(7 * 100 / 72, abs=0.01)
+    assert plots.recorded_font_px(_plain_png()) is None
+    with pytest.raises(ValueError, match="PNG"):
+        plots.recorded_font_px(b"GIF89a")
+
+
+def _plain_png() -> bytes:
+    import io
+
+    fig = Figure(figsize=(1, 1))
+    fig.add_subplot().plot([0, 1])
+    buf = io.BytesIO()
+    FigureCanvasAgg(fig).print_png(buf)
+    return buf.getvalue()

@@ -9,11 +9,13 @@ result), and the site build writes the home page's flowchart with :func:`save` (
 * :func:`fallback_chain`: the dispatcher's path for an op without a kernel on the ``tpu`` device (schemdraw);
 * :func:`schedule_views`: ``sigmas[i]`` views at a new storage offset every denoising step (``broken_barh``);
 * :func:`kv_cache`: the preallocated static KV cache and its mask, against a cache grown with ``torch.cat``;
-* :func:`migration_flowchart`: the book's decision path, from ``xlaport doctor`` to go / no-go (schemdraw).
+* :func:`migration_flowchart`: the book's decision path, from ``xlaport doctor`` to go / no-go (schemdraw);
+* :func:`grouped_bars`: grouped horizontal bars, values after the bars, the legend above clear of them.
 """
 
 from __future__ import annotations
 
+from .bars import grouped_bars
 from .cells import kv_cache, schedule_views
 from .flows import fallback_chain, migration_flowchart
 from .style import PALETTE, save
@@ -22,6 +24,7 @@ from .timeline import lazy_vs_eager
 __all__ = [
     "PALETTE",
     "fallback_chain",
+    "grouped_bars",
     "kv_cache",
     "lazy_vs_eager",
     "migration_flowchart",

@@ -563,15 +563,16 @@ class RecompileMonitor:
     def plot(self, ax: Any = None, label: str | None = None, color: str | None = None, logy: bool = True) -> Any:
         """Step wall time per step, steps that compiled circled in the series' own colour. Returns the Axes.
 
-        Call it once per series on the same Axes: the legend sits outside the plotting area (never over the
+        Call it once per series on the same Axes: the legend sits under the plotting area (never over the
         data) and holds one entry per series, "label (N compiled)", plus one entry saying what a circle means.
         """
         import matplotlib.pyplot as plt
         from matplotlib.lines import Line2D
         from matplotlib.ticker import MaxNLocator
+        from matplotlib.transforms import ScaledTranslation
 
         if ax is None:
-            _, ax = plt.subplots(figsize=(8, 3.2))
+            _, ax = plt.subplots(figsize=(5.5, 3.4))
         xs = [r.index for r in self.records]
         ys = [r.wall_s * 1e3 for r in self.records]
         cx = [r.index for r in self.records if r.compiled]
@@ -587,12 +588,15 @@ class RecompileMonitor:
         ax.set_ylabel("step wall time (ms)")
         handles, labels = ax.get_legend_handles_labels()
         ring = Line2D([], [], ls="none", marker="o", markersize=7, markerfacecolor="none", markeredgecolor="0.35")
+        # Below the axes (a fixed 0.55 in under their lower edge, clear of the tick labels and the x label), so that
+        # the figure keeps the width of a phone's column (xlaport.plots).
+        below = ax.transAxes + ScaledTranslation(0, -0.55, ax.figure.dpi_scale_trans)
         ax.legend(
             [*handles, ring],
             [*labels, "circled: a step that compiled"],
             loc="upper left",
-            bbox_to_anchor=(1.01, 1.0),
-            fontsize=8,
+            bbox_to_anchor=(0, 0),
+            bbox_transform=below,
             frameon=False,
         )
         return ax

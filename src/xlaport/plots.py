@@ -1,0 +1,160 @@
+"""The book's plots: one size and type scale that stays legible on a phone and on a desktop, and a record in each
+plot's PNG of its smallest text, so that the site's browser test can check what a reader sees.
+
+A chapter plot is shown at most as wide as the reading column (``max-width: 100%`` in ``_static/xlaport.css``) and
+never scaled up. On a 390 px phone that column is about :data:`PHONE_COLUMN_PX` CSS px wide, so a figure ``w``
+inches wide with text of ``s`` points shows that text at ``s * PHONE_COLUMN_PX / (72 * w)`` CSS px, whatever its dpi.
+With figures at most :data:`WIDTH_IN` inches wide and no text under :data:`MIN_FONT_PT` points, the smallest text
+on a phone is ``11 * 358 / (72 * 5.5)``, about 9.9 px, above :data:`LEGIBLE_PX`; on a desktop (a 757 px column) the
+figure shows at its own size and the same text is 15 px.
+
+* :data:`RC`: the matplotlib settings behind that (every font size, the default figure size, the dpi);
+* :func:`smallest_text_pt`: the smallest visible text of a figure, tick labels included;
+* :func:`png`: the figure as PNG, with its smallest text in CSS px at its own size as the ``tEXt`` record
+  :data:`FONT_KEY`; :func:`recorded_font_px` reads it back;
+* :func:`use_book_style`: applies :data:`RC` and, inside IPython, makes every figure a cell shows a :func:`png`.
+  :mod:`xlaport.notebook` calls it when imported in a kernel, so a chapter needs no set-up line.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import struct
+import zlib
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "DPI",
+    "FONT_KEY",
+    "LEGIBLE_PX",
+    "MIN_FONT_PT",
+    "PHONE_COLUMN_PX",
+    "RC",
+    "WIDTH_IN",
+    "png",
+    "recorded_font_px",
+    "smallest_text_pt",
+    "use_book_style",
+]
+
+WIDTH_IN = 5.5  # the widest a chapter plot is drawn, in inches
+MIN_FONT_PT = 11.0  # the smallest text a chapter plot carries, in points
+LEGIBLE_PX = 9.0  # the smallest text a reader should meet, in CSS px, on a phone or a desktop
+PHONE_COLUMN_PX = 358  # the reading column of a 390 x 844 phone, in CSS px
+DPI = 100  # one inch of figure is 100 image pixels; at its own size one CSS px per image pixel
+FONT_KEY = "xlaport-min-font-px"  # the PNG tEXt keyword holding the smallest text, in px at the image's own size
+
+RC: dict[str, Any] = {
+    "figure.figsize": (WIDTH_IN, 3.4),
+    "figure.dpi": DPI,
+    "savefig.dpi": DPI,
+    "font.size": MIN_FONT_PT,
+    "axes.titlesize": MIN_FONT_PT + 1,
+    "axes.labelsize": MIN_FONT_PT,
+    "xtick.labelsize": MIN_FONT_PT,
+    "ytick.labelsize": MIN_FONT_PT,
+    "legend.fontsize": MIN_FONT_PT,
+    "legend.title_fontsize": MIN_FONT_PT,
+    "figure.titlesize": MIN_FONT_PT + 1,
+    "figure.labelsize": MIN_FONT_PT,
+}
+
+
+def smallest_text_pt(fig: Figure) -> float:
+    """The smallest font size, in points, of any text the figure shows (drawn once, so that tick labels exist)."""
+    from matplotlib.figure import Figure
+    from matplotlib.text import Text
+
+    if not isinstance(fig, Figure):
+        raise ValueError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    fig.draw_without_rendering()
+    sizes = [
+        float(t.get_fontsize())
+        for t in fig.findobj(Text)
+        if t.get_visible() and t.get_text().strip() and _inside(t, fig)
+    ]
+    if not sizes:
+        raise ValueError("the figure shows no text: give it a title or axis labels")
+    return min(sizes)
+
+
+def _inside(text: Any, fig: Figure) -> bool:
+    """Whether a text is drawn inside the figure (tick labels beyond the axes' limits are not drawn)."""
+    axes = text.axes
+    if axes is not None and text in (*axes.get_xticklabels(), *axes.get_yticklabels()):
+        axis = axes.xaxis if text in axes.get_xticklabels() else axes.yaxis
+        lo, hi = sorted(axis.get_view_interval())
+        pos = text.get_position()[0 if axis is axes.xaxis else 1]
+        return bool(lo - 1e-9 * abs(hi - lo) <= pos <= hi + 1e-9 * abs(hi - lo))
+    return True
+
+
+def png(fig: Figure) -> bytes:
+    """`fig` as a PNG at its own dpi, cropped to what it draws, with its smallest text (px) as a tEXt record."""
+    px = smallest_text_pt(fig) * fig.dpi / 72
+    buf = io.BytesIO()
+    fig.savefig(
+        buf,
+        format="png",
+        dpi=fig.dpi,
+        bbox_inches="tight",
+        facecolor=fig.get_facecolor(),
+        metadata={FONT_KEY: f"{px:.2f}"},
+    )
+    return buf.getvalue()
+
+
+def recorded_font_px(data: bytes) -> float | None:
+    """The smallest text (px at the image's own size) a :func:`png` recorded, or None for any other PNG."""
+    if not isinstance(data, bytes | bytearray) or data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("data must be the bytes of a PNG file")
+    pos = 8
+    while pos + 8 <= len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
+        if kind == b"tEXt":
+            key, _, value = body.partition(b"\0")
+        elif kind == b"zTXt":
+            key, _, rest = body.partition(b"\0")
+            value = zlib.decompress(rest[1:])
+        else:
+            key, value = b"", b""
+        if key.decode("latin-1") == FONT_KEY:
+            return float(value.decode("latin-1"))
+        if kind == b"IEND":
+            break
+        pos += 12 + length
+    return None
+
+
+def _png_for_ipython(fig: Figure) -> str | None:
+    if not fig.axes and not fig.lines:  # an empty figure shows nothing, as matplotlib-inline does
+        return None
+    return base64.b64encode(png(fig)).decode("ascii")
+
+
+def use_book_style() -> None:
+    """Apply :data:`RC`; inside IPython, show every figure as a :func:`png` (which records its smallest text)."""
+    import matplotlib as mpl
+
+    mpl.rcParams.update(cast(Any, RC))
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with Jupyter
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    if "inline" in str(mpl.rcParams._get("backend")):
+        # matplotlib-inline registers its own PNG printer the first time it is imported (once per kernel): let it
+        # do so now, so that the printer below replaces it rather than the other way round.
+        import matplotlib_inline.backend_inline  # noqa: F401
+
+        mpl.rcParams.update(cast(Any, RC))
+    from matplotlib.figure import Figure
+
+    shell.display_formatter.formatters["image/png"].for_type(Figure, _png_for_ipython)
