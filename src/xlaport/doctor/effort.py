@@ -73,14 +73,27 @@ class EffortRow:
     unit: str
     weeks_per_unit: float
     weeks: float
+    lines: int = 0  # the kernels' lines (the kernel row only), priced on top of the units
+    weeks_per_100_lines: float = 0.0
 
     @property
     def amount(self) -> str:
-        """The units with their noun in the right number: ``"1 kernel"``, ``"3 findings"``, ``"0.5 findings"``."""
+        """The units with their noun in the right number: ``"1 kernel"``, ``"3 findings"``, ``"0.5 findings"``;
+        the kernel row adds its lines (``"1 kernel, 10 lines"``)."""
         one = self.unit.removesuffix("s")
         if float(self.units).is_integer():
-            return plural(int(self.units), one, self.unit)
-        return f"{self.units:g} {self.unit}"
+            text = plural(int(self.units), one, self.unit)
+        else:
+            text = f"{self.units:g} {self.unit}"
+        return f"{text}, {plural(self.lines, 'line')}" if self.weeks_per_100_lines else text
+
+    @property
+    def rate(self) -> str:
+        """What one unit costs, as the row's weeks are computed: ``"0.02"``, or for kernels
+        ``"2 + 0.25 per 100 lines"`` (so that units x rate gives the weeks shown)."""
+        if self.weeks_per_100_lines:
+            return f"{self.weeks_per_unit:g} + {self.weeks_per_100_lines:g} per 100 lines"
+        return f"{self.weeks_per_unit:g}"
 
 
 @dataclass(frozen=True)
@@ -206,6 +219,7 @@ def estimate(result: Any, overrides: Mapping[str, Any] | None = None, *, use_pyp
             kernel_weeks = weeks
         else:
             port += weeks
-        rows.append(EffortRow(cat, len(fs), units, unit, per, weeks))
+        extra = (kernel_lines, val["weeks_per_100_kernel_lines"]) if cat == "kernel" else (0, 0.0)
+        rows.append(EffortRow(cat, len(fs), units, unit, per, weeks, *extra))
     validation = (kernel_weeks + port) * val["validation_share"]
     return Effort(tuple(rows), a, kernels, kernel_lines, kernel_weeks, port, validation)

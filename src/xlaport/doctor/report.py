@@ -82,9 +82,14 @@ class CostInputs:
             if given is not None:
                 out += [float(given), "given"]
             else:
-                f = cost.chip(chip_id).price_fact(self.term)
-                out += [f.value, f"{self.term}, published"]
+                f = cost.chip(chip_id).price_fact(self.term)  # the label says what its record says of it
+                out += [f.value, f"{self.term}, {PRICE_EVIDENCE.get(f.evidence, 'evidence ' + f.evidence)}"]
         return out[0], out[1], out[2], out[3]
+
+
+# How a price's evidence marker in the data file (xlaport.cost: V, V2, U) reads in the report, so that the doctor
+# never calls a price "published" that the pricing chapter and the decision brief call unverified.
+PRICE_EVIDENCE = {"V": "published", "V2": "published, read via a copy", "U": "unverified"}
 
 
 @dataclass
@@ -207,6 +212,7 @@ class Report:
             L += ["", f"Break-even: {_months(self.cost['break_even_months'])}; verdict **{self.cost['verdict']}**."]
         L += ["", h("Scan"), ""]
         from ..scan import rule
+        from ..scan.output import rule_severity
 
         if not s.findings:
             L.append("No findings.")
@@ -216,7 +222,7 @@ class Report:
             L += [f"| rule | severity | findings | {why[0]}fix | chapter |", f"|---|---|---:|{why[1]}---|---|"]
             for rid, n in s.counts().items():
                 ru = rule(rid)
-                cells = [_code(rid), ru.severity, str(n), *([_md(ru.why)] if detail else [])]
+                cells = [_code(rid), rule_severity(s, rid), str(n), *([_md(ru.why)] if detail else [])]
                 cells += [_md(ru.fix), ", ".join(pages.link(d) for d in ru.docs) or "–"]  # titles, linked
                 L.append("| " + " | ".join(cells) + " |")
         if s.findings and max_findings:
@@ -280,7 +286,7 @@ class Report:
         L += ["", h("Effort"), "", *img("effort", "person-weeks per class")]
         L += ["| class | findings | units | person-weeks per unit | person-weeks |", "|---|---:|---:|---:|---:|"]
         for er in e.rows:
-            L.append(f"| {er.category} | {er.findings} | {er.amount} | {er.weeks_per_unit:g} | {er.weeks:.2f} |")
+            L.append(f"| {er.category} | {er.findings} | {er.amount} | {er.rate} | {er.weeks:.2f} |")
         L.append(f"| validation | | | {e.value('validation_share'):g} × engineering | {e.validation_weeks:.2f} |")
         L.append(f"| **total** | {len(s.findings)} | | | **{e.total_weeks:.2f}** |")
         L += ["", "Assumptions (override in `[tool.xlaport.effort]` or with `--assume KEY=VALUE`):", ""]

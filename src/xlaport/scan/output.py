@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import pages
 from ..text import plural
-from .rules import RULES, rule
+from .rules import RULES, rule, severity_rank
 
 if TYPE_CHECKING:  # pragma: no cover
     from .engine import ScanResult
@@ -151,6 +151,22 @@ def to_sarif(res: ScanResult) -> dict[str, Any]:
     }
 
 
+def rule_severity(res: ScanResult, rule_id: str) -> str:
+    """The severity of a rule's findings in `res`: one word when they share one ("error"), else each with its count
+    ("1 error, 5 warnings"), so that a summary's rows add up to the totals (a rule such as ``cuda-api`` raises on
+    some calls and does nothing on others)."""
+    from ..text import plural
+
+    found: dict[str, int] = {}
+    for f in res.findings:
+        if f.rule == rule_id:
+            found[f.severity] = found.get(f.severity, 0) + 1
+    if len(found) <= 1:
+        return next(iter(found), rule(rule_id).severity)
+    order = sorted(found, key=lambda sev: -severity_rank(sev))
+    return ", ".join(plural(found[sev], sev) for sev in order)
+
+
 def _md(s: str) -> str:
     return s.replace("|", "\\|").replace("\n", " ")
 
@@ -164,7 +180,7 @@ def to_markdown(res: ScanResult, max_findings: int | None = 200) -> str:
         for rid, n in counts.items():
             r = rule(rid)
             book = ", ".join(pages.link(d) for d in r.docs) or "–"  # chapter titles, linked
-            lines.append(f"| `{rid}` | {r.severity} | {n} | {_md(r.why)} | {_md(r.fix)} | {book} |")
+            lines.append(f"| `{rid}` | {rule_severity(res, rid)} | {n} | {_md(r.why)} | {_md(r.fix)} | {book} |")
         lines += ["", "## Findings", "", "| where | severity | rule | what | fix |", "|---|---|---|---|---|"]
         shown = res.findings if max_findings is None else res.findings[:max_findings]
         for f in shown:
@@ -193,11 +209,13 @@ def table(res: ScanResult, max_findings: int | None = None, color: bool = False)
     if counts:
         out.append("")
         w = max(len(r) for r in counts)
-        out.append(f"{'rule':<{w}}  {'severity':<8} {'count':>6}  fix | chapter")
+        sevs = {rid: rule_severity(res, rid) for rid in counts}
+        ws = max(8, *(len(v) for v in sevs.values()))
+        out.append(f"{'rule':<{w}}  {'severity':<{ws}} {'count':>6}  fix | chapter")
         for rid, n in counts.items():
             r = rule(rid)
             book = "; ".join(pages.title(d) for d in r.docs) or "-"  # chapter titles, not paths
-            out.append(f"{rid:<{w}}  {r.severity:<8} {n:>6}  {r.fix} | {book}")
+            out.append(f"{rid:<{w}}  {sevs[rid]:<{ws}} {n:>6}  {r.fix} | {book}")
     for wn in res.warnings:
         out.append(f"{wn.path}: not scanned: {wn.reason}")
     out.append(summary_line(res))
