@@ -19,7 +19,6 @@ from xlaport import reference
 from xlaport.reference import api_mapping, freshness
 
 ROOT = Path(__file__).resolve().parents[2]
-WHAT_CHANGED = ROOT / "book" / "what_changed.md"
 
 
 def test_every_fact_in_every_listed_file_has_a_date() -> None:
@@ -144,13 +143,19 @@ def test_the_fragment_shows_the_newest_date_of_the_data() -> None:
 
 
 def test_what_changed_includes_the_generated_date_and_types_none() -> None:
-    page = WHAT_CHANGED.read_text(encoding="utf-8")
-    assert "```{include} generated/facts_checked.md" in page
-    section = page.split("## When these facts were checked", 1)[1]
-    typed = re.findall(
-        r"\b\d{1,2} (?:January|February|March|April|May|June|July|August|September|October|November|December) \d{4}\b",
-        section,
-    )
+    """The "What changed" pages (the page and the facts page it links, wherever the section sits) show the date the
+    facts were checked through the generated fragment, and type no date of their own in that section."""
+    pages = sorted((ROOT / "book").glob("what_changed*.md"))
+    sections = [
+        p.read_text(encoding="utf-8").split("## When these facts were checked", 1)
+        for p in pages
+        if "## When these facts were checked" in p.read_text(encoding="utf-8")
+    ]
+    assert len(sections) == 1, f"one 'When these facts were checked' section expected among {[p.name for p in pages]}"
+    section = sections[0][1].split("\n## ", 1)[0]
+    assert "```{include} generated/facts_checked.md" in section
+    months = "January|February|March|April|May|June|July|August|September|October|November|December"
+    typed = re.findall(rf"\b\d{{1,2}} (?:{months}) \d{{4}}\b", section)
     assert typed == [], f"dates typed by hand in 'When these facts were checked': {typed}"
 
 
