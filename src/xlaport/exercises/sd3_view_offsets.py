@@ -66,10 +66,11 @@ def check_view_culprits(find: Callable[[Sequence[Mapping[str, Any]]], Iterable[s
         return _fail(name, "answer must be a function find(calls) -> argument names, not the names themselves")
     found = []
     for calls in hidden_loops():
+        where = f"on a loop with arguments {', '.join(calls[0])}"
         try:
             named = _names(find(calls))
         except Exception as e:
-            return _fail(name, f"on a loop with arguments {', '.join(calls[0])}: {raised(e, 'it')}")
+            return _fail(name, f"{where}: {raised(e, 'it')}")
         offs = _offsets(calls)
         moving = {k for k, v in offs.items() if len(set(v)) > 1}
         if named == moving:
@@ -79,15 +80,15 @@ def check_view_culprits(find: Callable[[Sequence[Mapping[str, Any]]], Iterable[s
         parts = []
         if missed:
             parts.append(f"missed {', '.join(sorted(missed))} (offsets {offs[sorted(missed)[0]][:4]}...)")
-        if wrong:
-            k = sorted(wrong)[0]
-            why = (
-                f"{', '.join(sorted(wrong))} {'keeps' if len(wrong) == 1 else 'keep'} one offset"
-                + (f" ({k} is a new tensor or the same view every step: its values or address may change, "
-                   "its offset does not)" if k in offs else " (not an argument of the loop)")
-            )  # fmt: skip
-            parts.append(why)
-        return _fail(name, f"on a loop with arguments {', '.join(calls[0])}: " + "; ".join(parts))
+        unknown, still = sorted(wrong - set(offs)), sorted(wrong & set(offs))
+        if unknown:
+            parts.append(f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not an argument of this loop")
+        if still:
+            parts.append(
+                f"{', '.join(still)} {'keeps' if len(still) == 1 else 'keep'} one offset ({still[0]} is a new tensor "
+                "or the same view every step: its values or address may change, its offset does not)"
+            )
+        return _fail(name, f"{where}: " + "; ".join(parts))
     return _ok(name, f"found the moving views in {len(found)} loops the chapter never shows: " + " | ".join(found))
 
 
