@@ -7,7 +7,7 @@
   dispatcher: ops with a kernel registered for the ``XLA`` dispatch key.
 * ``"neuron"``: TorchNeuron, from AWS's published operator list
   (``reference/data/neuron-ops.toml``); low confidence, because that list predates TorchNeuron and its own
-  compatibility table (in the torch-neuronx repository) was not read here (see that file).
+  compatibility table (in the torch-neuronx repository) is not read yet (see that file).
 """
 
 from __future__ import annotations
