@@ -276,3 +276,57 @@ def test_exercise_scanner_catches_an_unchecked_solution() -> None:
         ]
     }
     assert exercises(nb) == {"a": {"reader": True, "solution": False, "dropdown": True}}
+
+
+# ------------------------------------------------------------------ exercises keep the chapter's names
+def _bound_names(src: str) -> set[str]:
+    """Names a cell binds at top level (assignments, loop targets, defs, classes; not imports, which rebind a name to
+    the same module, and not the variables of comprehensions or lambdas, which are local)."""
+    import ast
+
+    code = "\n".join(line for line in src.splitlines() if not line.lstrip().startswith(("%", "!")))
+    out: set[str] = set()
+
+    class Visitor(ast.NodeVisitor):
+        def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+            out.add(node.name)
+
+        def visit_ClassDef(self, node: ast.ClassDef) -> None:
+            out.add(node.name)
+
+        def visit_Name(self, node: ast.Name) -> None:
+            if isinstance(node.ctx, ast.Store):
+                out.add(node.id)
+
+        def skip(self, node: ast.AST) -> None:
+            return None
+
+        visit_Lambda = visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = skip
+
+    Visitor().visit(ast.parse(code))
+    return out
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_exercise_cells_do_not_rebind_chapter_names(path: Path) -> None:
+    """Cells after '## Exercises' bind only names of their own, so running them (in any order) never changes the data
+    or functions the chapter's own cells use."""
+    chapter: set[str] = set()
+    clashes: dict[int, list[str]] = {}
+    in_exercises = False
+    for i, cell in enumerate(json.loads(path.read_text())["cells"]):
+        src = "".join(cell["source"])
+        if cell["cell_type"] == "markdown":
+            in_exercises = in_exercises or bool(re.search(r"^## Exercises", src, re.M))
+            continue
+        names = _bound_names(src)
+        if not in_exercises:
+            chapter |= names
+        elif names & chapter:
+            clashes[i] = sorted(names & chapter)
+    assert not clashes, f"{path.stem}: exercise cells rebind chapter names (cell: names): {clashes}"
+
+
+def test_the_rebinding_check_sees_a_rebinding() -> None:
+    assert _bound_names("batches = [1]\nfor x in y:\n    pass\ndef f():\n    z = 1\n") == {"batches", "x", "f"}
+    assert _bound_names("import math\nn = [i for i in range(3)]\n") == {"n"}
