@@ -4,7 +4,7 @@ Config ``xlaport_generate`` lists what to make, into the source directory:
 
 * ``reference``: ``book/generated/<page>.md`` for each page of :data:`xlaport.reference.PAGES`, and
   ``book/generated/facts_checked.md``, the date the data's facts were checked (:mod:`xlaport.reference.freshness`),
-  which the "What changed" page includes;
+  which the "What changed" facts page (book/what_changed_facts.md) includes;
 * ``flowchart``: ``book/generated/figures/migration.svg``, the home page's migration flowchart;
 * ``curriculum``: the curriculum's session table and the decision brief's band (``scripts/curriculum_pages.py``);
 * ``verified``: ``book/verified.md``, the verified-on page: the committed run records (``verified/*.json``) and this

@@ -15,9 +15,9 @@ data file                              where the date is
 =====================================  ==========================================================
 
 :func:`dated_facts` collects them and refuses a fact without a date (or with a malformed one, or one in the
-future), naming the file and the fact. :func:`render` is the fragment the "What changed" page includes
-(``book/generated/facts_checked.md``, written by the site's extension): the date the facts were checked,
-derived from the data, never typed by hand. Torch-free.
+future), naming the file and the fact. :func:`render` is the fragment ``book/what_changed_facts.md`` includes
+(``book/generated/facts_checked.md``, written by the site's extension): the date the facts were checked, derived
+from the data, never typed by hand. Torch-free.
 
 >>> from xlaport.reference.freshness import dated_facts
 >>> all(len(f.checked) == 10 for f in dated_facts())
