@@ -10,6 +10,7 @@ the registry at a time so that no single command holds a shared machine for long
     flock /tmp/xlaport-heavy.lock ...                  # on a shared machine, wrap each chunk (--lock PATH does it)
     python scripts/zoo_sweep.py --parts /tmp/zoo-parts  # resumable: each chunk kept there, a rerun skips it
     python scripts/zoo_sweep.py --per-model --lock L    # one model per command (and per hold of the lock L)
+    python scripts/zoo_sweep.py --parts D --collect --why "..."  # write the record from the chunks that finished
 
 The recorded wall time is the sum of the chunks' own wall times (each includes its processes' start-up).
 """
@@ -86,8 +87,18 @@ def main() -> int:
         metavar="DIR",
         help="keep each chunk's result in DIR and reuse the ones already there (an interrupted sweep resumes)",
     )
+    p.add_argument(
+        "--collect",
+        action="store_true",
+        help="run nothing: write --out from the chunks kept in --parts, and carry the rows no chunk has over from "
+        "the record already at --out (the record names them and says why)",
+    )
     args, extra = p.parse_known_args()
     targets = args.target or ["tpu", "neuron"]
+    if args.collect:
+        if not args.parts:
+            p.error("--collect needs --parts DIR")
+        return collect(targets, Path(args.parts), Path(args.out), args)
     if args.rerun:
         return rerun(args.rerun, targets, Path(args.out), args, extra)
     parts = []
@@ -120,6 +131,55 @@ def main() -> int:
     print(merged.table())
     print(merged.summary_text())
     print(f"written to {args.out}", file=sys.stderr)
+    return 0
+
+
+def collect(targets: list[str], parts_dir: Path, out: Path, args: argparse.Namespace) -> int:
+    """Write the record from the chunks in ``parts_dir`` (an interrupted sweep); rows that no chunk holds are carried
+    over from the record at ``out``, and ``recorded.carried_over`` lists them, each with the date it was measured."""
+    old = json.loads(out.read_text())
+    previous = SweepResult.from_dict(old)
+    fresh: list[SweepResult] = []
+    for target in targets:
+        for family in FAMILIES:
+            models = names(family)
+            if not models:
+                continue
+            whole = parts_dir / f"{target}-{family}.json"
+            files = [whole] if whole.exists() else [parts_dir / f"{target}-{m}.json" for m in models]
+            fresh += [SweepResult.from_dict(json.loads(f.read_text())) for f in files if f.exists()]
+    if not fresh:
+        print(f"error: no chunks in {parts_dir}", file=sys.stderr)
+        return 2
+    got = {(r.model, r.target) for part in fresh for r in part.results}
+    carried = [r for r in previous.results if r.target in targets and (r.model, r.target) not in got]
+    merged = SweepResult.merge([*fresh, SweepResult(previous.config, carried, 0.0, {})] if carried else fresh)
+    merged = SweepResult(
+        merged.config, merged.results, merged.wall_s + sum(r.wall_s for r in carried), merged.environment
+    )
+    data = merged.as_dict()
+    data["recorded"] = {
+        "command": "xlaport zoo " + " ".join(f"--target {t}" for t in targets),
+        "how": "run by scripts/zoo_sweep.py, one model (or one family of the registry) per command, each model in "
+        "its own process; written with --collect from the chunks that finished",
+        "machine": args.machine,
+        "date": datetime.date.today().isoformat(),
+        "chunk_wall_s": [round(p.wall_s, 1) for p in fresh],
+    }
+    if carried:
+        rec = old.get("recorded", {})
+        rerun_models = set(rec.get("rerun", {}).get("models", []))
+        data["recorded"]["carried_over"] = {
+            "rows": {
+                f"{r.target} {r.model}": rec["rerun"]["date"] if r.model in rerun_models else rec.get("date", "unknown")
+                for r in carried
+            },
+            "why": args.why or "not re-run before the record was written",
+        }
+    out.write_text(json.dumps(data, indent=1) + "\n")
+    print(merged.table())
+    print(merged.summary_text())
+    print(f"{len(got)} rows fresh, {len(carried)} carried over; written to {out}", file=sys.stderr)
     return 0
 
 
