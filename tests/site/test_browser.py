@@ -431,6 +431,155 @@ def test_desktop_has_one_header_bar(browser: Browser, site: str) -> None:
     assert not visible_bar, "a second header bar (pydata-sphinx-theme's navbar) is drawn above the article"
 
 
+# --- reader checks on every page: tables that keep their columns, prices that stay prose (issue: phone and desktop)
+#
+# Table rule: a table whose content fits its box (its min-content width: each column as wide as its longest unbroken
+# word plus the cell's padding, measured on a copy with no imposed cell width) shows every column without
+# scrolling; a table that cannot fit scrolls inside its own box (overflow-x auto or scroll) with a visible cue (a
+# scrollbar drawn, and a faded edge where the browser has scroll timelines, as Chromium does: phone scrollbars hide
+# until touched), every cell of every row lies inside what that box scrolls to, and scrolling to the end shows the
+# last column. Checked at desktop (1366x900) and phone (390x844).
+
+DESKTOP_1366 = {"width": 1366, "height": 900}
+
+TABLE_COLUMNS_JS = r"""
+async () => {
+  const problems = [];
+  await document.fonts.ready;
+  await new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(resolve)));
+  const vw = document.documentElement.clientWidth;
+  for (const table of document.querySelectorAll('article table, .bd-article table, main table')) {
+    if (table.offsetParent === null) continue;  // not displayed (a closed tab)
+    const rows = [...table.rows].filter(r => r.cells.length);
+    if (!rows.length) continue;
+    const head = [...rows[0].cells].map(c => c.textContent.trim().slice(0, 20)).join(' | ').slice(0, 80);
+    let box = null;
+    for (let el = table.parentElement; el && el !== document.body; el = el.parentElement) {
+      if (['auto', 'scroll', 'hidden', 'clip'].includes(getComputedStyle(el).overflowX)) { box = el; break; }
+    }
+    const r = box ? box.getBoundingClientRect() : {left: 0};
+    const left = box ? r.left + box.clientLeft : 0;
+    const width = box ? box.clientWidth : vw;
+    // the content's own minimum width, on a hidden copy beside the table with no cell width imposed
+    const copy = table.cloneNode(true);
+    copy.removeAttribute('id');
+    copy.style.cssText = 'position:absolute; visibility:hidden; width:min-content; max-width:none; left:0; top:0';
+    for (const c of copy.querySelectorAll('td, th')) c.style.minWidth = '0px';
+    table.parentElement.appendChild(copy);
+    const need = copy.getBoundingClientRect().width;
+    copy.remove();
+    const scrolls = box && ['auto', 'scroll'].includes(getComputedStyle(box).overflowX);
+    const start = box ? box.scrollLeft : 0;
+    const where = (cell, i) => `column ${i + 1} "${cell.textContent.trim().slice(0, 30)}"`;
+    if (need <= width + 1) {
+      // it fits: every column shows as the page opens, no scrolling needed (one line per hidden column)
+      const hidden = new Map();
+      for (const row of rows) for (const [i, cell] of [...row.cells].entries()) {
+        const c = cell.getBoundingClientRect();
+        if ((c.right > left + width + 1 || c.left < left - 1) && !hidden.has(i)) {
+          hidden.set(i, `${where(cell, i)} (at ${Math.round(c.left - left)}-${Math.round(c.right - left)} px)`);
+        }
+      }
+      for (const what of hidden.values()) {
+        problems.push(`table [${head}] fits in ${Math.round(width)} px (its content needs ${Math.round(need)} px)`
+          + ` but hides ${what}`);
+      }
+      continue;
+    }
+    // too wide to fit: it scrolls in its own box, with a drawn scrollbar, to every cell
+    if (!scrolls) {
+      problems.push(`table [${head}] needs ${Math.round(need)} px in ${Math.round(width)} px and does not scroll in its own box`);
+      continue;
+    }
+    const bar = box.offsetHeight - box.clientHeight
+      - parseFloat(getComputedStyle(box).borderTopWidth) - parseFloat(getComputedStyle(box).borderBottomWidth);
+    if (box.scrollWidth > box.clientWidth + 1) {
+      if (bar < 1) problems.push(`table [${head}] scrolls with no scrollbar drawn`);
+      const mask = getComputedStyle(box).maskImage || getComputedStyle(box).webkitMaskImage || 'none';
+      if (CSS.supports('animation-timeline: scroll()') && !/gradient/.test(mask)) {
+        problems.push(`table [${head}] hides columns to the right with no faded edge to say so`);
+      }
+    }
+    for (const row of rows) for (const [i, cell] of [...row.cells].entries()) {
+      const c = cell.getBoundingClientRect();
+      const from = c.left - left + box.scrollLeft, to = c.right - left + box.scrollLeft;  // in the box's content
+      if (from < -1 || to > box.scrollWidth + 1 || c.width < 1) {
+        problems.push(`table [${head}]: ${where(cell, i)} lies outside what its box scrolls to (${Math.round(from)}-${Math.round(to)} of ${box.scrollWidth} px)`);
+      }
+    }
+    // and scrolling there shows the last column
+    box.scrollLeft = box.scrollWidth;
+    const last = rows[0].cells[rows[0].cells.length - 1].getBoundingClientRect();
+    if (last.right > left + width + 1 && last.width <= width) {
+      problems.push(`table [${head}]: scrolled to the end, its last column still ends at ${Math.round(last.right - left)} px of ${Math.round(width)}`);
+    }
+    box.scrollLeft = start;
+  }
+  return problems;
+}
+"""
+
+
+def _evaluate(browser: Browser, url: str, viewport: dict[str, int], script_js: str) -> list[str]:
+    context = browser.new_context(viewport=viewport)
+    page = context.new_page()
+    origin = re.match(r"https?://127\.0\.0\.1:\d+", url)
+    assert origin
+    page.route(re.compile(r"^(?!" + re.escape(origin.group(0)) + r"|data:|blob:|about:).*"), lambda r: r.abort())
+    try:
+        page.goto(url, wait_until="load")
+        return list(page.evaluate(script_js))
+    finally:
+        context.close()
+
+
+@site_only
+@pytest.mark.parametrize("viewport", [DESKTOP_1366, PHONE], ids=["desktop1366", "phone390"])
+@pytest.mark.parametrize("page", _pages())
+def test_every_table_column_is_visible_or_scrolls_into_view(
+    browser: Browser, site: str, page: str, viewport: dict[str, int]
+) -> None:
+    if page == "search.html":
+        pytest.skip("no tables")
+    problems = _evaluate(browser, f"{site}/{page}", viewport, TABLE_COLUMNS_JS)
+    assert not problems, f"{page} at {viewport['width']} px:\n  " + "\n  ".join(problems)
+
+
+# Prose typeset as maths: two unescaped "$" in a line of markdown (two prices) open a MyST formula, and MathJax sets
+# the words between them in italics, off the column. Rule: an inline maths node in a paragraph, list item or table
+# cell is prose if its TeX source, with its commands and their {arguments} (\text{...}, \mathrm{...}) taken out,
+# holds a price or a unit (a number followed by /h, /hour, /chip-hour, /month; the words chip-hour, person-week,
+# USD, per) or two plain words of three or more letters in a row ("the GPU", "1yr price").
+PROSE_MATHS_JS = r"""
+async () => {
+  const problems = [];
+  if (window.MathJax && MathJax.Hub && MathJax.Hub.Queue) await new Promise(resolve => MathJax.Hub.Queue(resolve));
+  const unit = /\d\s*\/\s*(h|hr|hour|chip-hour|month)\b|chip-hour|person-week|\bUSD\b|\bper\b/i;
+  const words = /[A-Za-z]{3,}[\s,.:;()]+[A-Za-z]{3,}/;
+  for (const el of document.querySelectorAll('span.math, mjx-container:not(mjx-container mjx-container)')) {
+    if (!el.closest('p, li, td, th, dd') || el.closest('div.math, .MathJax_Display')) continue;
+    const script = el.querySelector('script[type^="math/tex"]');
+    const tex = (script ? script.textContent : el.textContent).replace(/^\\\(|\\\)$/g, '');
+    const bare = tex.replace(/\\[A-Za-z]+(\{[^{}]*\})*/g, ' ');
+    if (unit.test(bare) || words.test(bare)) {
+      const para = el.closest('p, li, td, th, dd').textContent.trim().replace(/\s+/g, ' ').slice(0, 80);
+      problems.push(`prose set as maths: "${tex.trim().slice(0, 70)}" in "${para}"`);
+    }
+  }
+  return problems;
+}
+"""
+
+
+@site_only
+@pytest.mark.parametrize("page", _pages())
+def test_no_prose_is_typeset_as_maths(browser: Browser, site: str, page: str) -> None:
+    if page == "search.html":
+        pytest.skip("no prose")
+    problems = _evaluate(browser, f"{site}/{page}", PHONE, PROSE_MATHS_JS)
+    assert not problems, f"{page}:\n  " + "\n  ".join(problems)
+
+
 # === Plots, prose that agrees with its output, and chapter endings (issue: phone and desktop, items 4-6) ===========
 # Each check below failed on the site built before these fixes (kept at /tmp/site_before when they were written)
 # and passes on the rebuilt one; the commit messages record both runs.
@@ -748,3 +897,118 @@ def test_chapter_ends_with_what_to_take_away(browser: Browser, site: str, page: 
     assert heading == "What to take away", f"{page}: the last section is {end['heading']!r}"
     assert end["glued"] >= 1, f"{page}: its takeaway holds no number glued from the run"
     assert not end["lastInCode"], f"{page}: ends on code: {end['lastText']!r}"
+
+
+# --- outputs read as text; the glossary, the home page and the favicon (issue: phone and desktop, item 7) ---------
+#
+# Reprs: a Python dict or list of strings in an output area (div.cell_output: printed text, tables, markdown) is
+# matched by REPR, a bracket or brace (not a subscript: not after a name or a closing bracket), a quoted string, then
+# ": ", ", '" or "]". Plurals: "1" (not after a letter, digit, point or comma) followed by a plural noun of the book's
+# counts is matched by ONE_PLURAL, anywhere in the page's main text (prose and outputs).
+
+REPR = r"(?<![\w)\]])[\[{]'[^'\n]{0,200}'(?:: |, '|\])"
+PLURAL_NOUNS = (
+    "findings|kernels|compiles|steps|programs|files|ops|errors|warnings|notes|calls|packages|host transfers|"
+    "transfers|rules|recompiles|buckets|shapes|graphs|chips|chapters|exercises|modules|frames|ranks|devices|lines"
+)
+ONE_PLURAL = rf"(?<![\w.,])1 (?:{PLURAL_NOUNS})\b"
+
+OUTPUT_TEXT_JS = r"""
+([repr, onePlural]) => {
+  const problems = [];
+  const r = new RegExp(repr), one = new RegExp(onePlural);
+  for (const out of document.querySelectorAll('.cell_output')) {
+    for (const line of out.innerText.split('\n')) {
+      const m = line.match(r);
+      if (m) problems.push(`Python repr in an output: "${line.trim().slice(0, 110)}"`);
+    }
+  }
+  const main = document.querySelector('main, article') || document.body;
+  for (const line of main.innerText.split('\n')) {
+    const m = line.match(one);
+    if (m) problems.push(`"${m[0]}" in "${line.trim().slice(0, 110)}"`);
+  }
+  return problems;
+}
+"""
+
+
+@site_only
+@pytest.mark.parametrize("page", _chapters())
+def test_outputs_read_as_text_with_counts_in_the_right_number(browser: Browser, site: str, page: str) -> None:
+    context = browser.new_context(viewport=DESKTOP_1366)
+    p = context.new_page()
+    try:
+        p.goto(f"{site}/{page}", wait_until="load")
+        problems = p.evaluate(OUTPUT_TEXT_JS, [REPR, ONE_PLURAL])
+    finally:
+        context.close()
+    assert not problems, f"{page}:\n  " + "\n  ".join(problems)
+
+
+def test_output_rules_catch_their_slips() -> None:
+    """The two patterns on the strings the issue quotes, and on their fixed forms."""
+    for bad in ("{'all-gather': 5, 'all-reduce': 7}", "ok: loss falls on ['cuda', 'tpu', 'neuron']", "x ['gpt2']"):
+        assert re.search(REPR, bad), bad
+    for good in ("5 all-gather, 7 all-reduce", "shape (64, 32)", "mesh [4, 1]", "a 'quoted' word", "out['losses'][0]"):
+        assert not re.search(REPR, good), good
+    for bad in ("| distributed | 1 findings |", "kernel 1 kernels x 2", "16 steps, 1 compiles (xla) in 1 steps"):
+        assert re.search(ONE_PLURAL, bad), bad
+    for good in ("1 finding", "11 findings", "0.1 steps", "21 kernels", "1,001 files", "PrivateUse1 devices"):
+        assert not re.search(ONE_PLURAL, good), good
+
+
+NEW_TERMS = ("DTensor", "HLO", "VMEM", "interpret mode")
+
+
+@site_only
+def test_glossary_is_alphabetical_and_its_new_terms_are_linked(browser: Browser, site: str) -> None:
+    """The glossary's terms in alphabetical order (case folded) with the four terms the chapters use; a {term} link
+    in a chapter (interpret mode, in custom_kernels' summary) jumps to its entry, which is then on screen."""
+    context, p = _open(browser, f"{site}/book/glossary.html")
+    try:
+        terms = [t.strip() for t in p.eval_on_selector_all("dl.glossary dt", "els => els.map(e => e.innerText)")]
+        assert terms == sorted(terms, key=str.casefold), f"glossary out of order: {terms}"
+        assert set(NEW_TERMS) <= set(terms), f"glossary lacks {sorted(set(NEW_TERMS) - set(terms))}"
+        p.goto(f"{site}/notebooks/custom_kernels.html", wait_until="load")
+        link = p.locator("a.reference:has(span.std-term)", has_text="interpret mode").first
+        with p.expect_navigation():
+            link.click()
+        assert p.url.split("#")[0].endswith("book/glossary.html"), p.url
+        anchor = p.url.rpartition("#")[2]
+        entry = p.locator(f"dt[id='{anchor}']")
+        assert entry.inner_text().strip() == "interpret mode"
+        box = entry.bounding_box()
+        assert box and 0 <= box["y"] < DESKTOP_1366["height"], f"the interpret mode entry is off screen: {box}"
+    finally:
+        context.close()
+
+
+@site_only
+def test_home_page_sends_a_deciding_reader_to_the_decision_brief(browser: Browser, site: str) -> None:
+    context, p = _open(browser, f"{site}/book/index.html")
+    try:
+        row = p.locator("tr", has_text="deciding whether to move").first
+        link = row.locator("a[href*='decision_brief']").first
+        assert link.count() == 1, f"the row links {row.locator('a').evaluate_all('els => els.map(e => e.href)')}"
+        with p.expect_navigation():
+            link.click()
+        assert p.url.split("#")[0].endswith("book/decision_brief.html"), p.url
+        assert p.inner_text("h1").startswith("Decision brief")
+    finally:
+        context.close()
+
+
+@site_only
+def test_favicon_is_declared_and_loads(browser: Browser, site: str) -> None:
+    for page in ("book/index.html", "notebooks/capstone.html"):
+        context, p = _open(browser, f"{site}/{page}")
+        try:
+            hrefs = p.eval_on_selector_all("link[rel~='icon']", "els => els.map(e => e.href)")
+            assert hrefs, f"{page}: no <link rel=icon> (the browser asks for /favicon.ico and gets a 404)"
+            for href in hrefs:
+                r = p.request.get(href)
+                assert r.status == 200 and len(r.body()) > 0, f"{page}: favicon {href}: HTTP {r.status}"
+                assert r.body()[:4] in (b"\x00\x00\x01\x00", b"\x89PNG"), f"{page}: {href} is not an icon"
+        finally:
+            context.close()
