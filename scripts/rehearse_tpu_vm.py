@@ -157,7 +157,9 @@ def _first_error(stderr: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("-k", dest="only", default=None, help="run only chapters whose name contains this")
+    p.add_argument(
+        "-k", dest="only", action="append", default=None, help="run only chapters whose name contains this (repeatable)"
+    )
     p.add_argument("--timeout", type=int, default=1800, help="seconds per chapter")
     p.add_argument("--json", default=None, metavar="PATH")
     p.add_argument("--lock", default=None, metavar="PATH", help="run each chapter under flock PATH")
@@ -174,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     rows = []
     for nb in chapters():
-        if args.only and args.only not in nb.stem:
+        if args.only and not any(k in nb.stem for k in args.only):
             continue
         print(f"== {nb.stem}", file=sys.stderr, flush=True)
         rows.append(run_chapter(nb, work, guard_dir, args.timeout, args.lock))
