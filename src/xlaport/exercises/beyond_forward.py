@@ -137,9 +137,8 @@ def _tied_groups(model: Any) -> list[list[str]]:
     return [names for names in groups.values() if len(names) > 1]
 
 
-def _tied_verdict(move: Callable[..., Any], build: Callable[[], Any], device: Any) -> str | None:
-    tied = _tied_groups(build())
-    model = build()
+def _tied_verdict(move: Callable[..., Any], model: Any, device: Any, tied: list[list[str]]) -> str | None:
+    """Why ``move(model, device)`` is not a move that keeps the ``tied`` groups tied, or None."""
     try:
         out = move(model, device)
     except Exception as e:
@@ -170,17 +169,19 @@ def check_tied_weights(move: Callable[..., Any] | None, build: Callable[[], Any]
     the parameters that share one tensor on the CPU (tied weights) still share one after the move; run on the
     chapter's model (``build()``) and on a model the chapter never shows (:func:`hidden_tied_model`)."""
     name = "tied weights"
-    tied = _tied_groups(build())
-    if not tied:
-        raise ArgumentError("the model built has no tied weights: nothing to check")
     if move is None:
+        if not _tied_groups(build()):
+            raise ArgumentError("the model built has no tied weights: nothing to check")
         return _none(name)
     if not callable(move) or hasattr(move, "parameters"):
         return _fail(name, "answer must be a function move(model, device) -> model, not a model")
     counts = []
     for builder in (build, hidden_tied_model):
-        groups = _tied_groups(builder())
-        why = _tied_verdict(move, builder, device)
+        model = builder()  # one build per model: its tied groups are read before the move
+        groups = _tied_groups(model)
+        if not groups:
+            raise ArgumentError("the model built has no tied weights: nothing to check")
+        why = _tied_verdict(move, model, device, groups)
         if why is not None:
             shared = "; ".join(" = ".join(names) for names in groups)
             return _fail(name, f"on a model with {shared} tied: {why}")
