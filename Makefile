@@ -74,8 +74,8 @@ unit: $(STAMP)
 
 # Lint, unit tests and every notebook, executed once into _build/executed, then the strict site build from those copies,
 # then what reads the build (marker `built`: every page in a real browser, the reader editions of this run's chapters).
-# Tests run on JOBS processes (pytest-xdist; default: the machine's cores, at most 4): the chapters first, longest
-# first, two side by side on a 2-core machine, the other tests module by module filling the gaps (a module's
+# Tests run on JOBS processes (pytest-xdist; default: the machine's cores, at most 4): the chapters one after another
+# on one of them (each is timed against its budget), the other tests module by module on the others (a module's
 # fixtures set up once). JOBS=1 runs everything in one process.
 JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n < 4 ? n : 4 )))
 XDIST = $(if $(filter-out 0 1,$(JOBS)),-n $(JOBS) --dist loadgroup,)

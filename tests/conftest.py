@@ -88,14 +88,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "fresh_python" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.subprocess)
-    # The chapters first, longest budget first: `pytest -n 2 --dist loadgroup` (make test) then hands them out one by
-    # one as workers come free, so the two longest run side by side and the short tests fill the gaps. Every other
-    # test goes with its module (one group), so a module's fixtures are set up once, not once per worker.
+    # `pytest -n 2 --dist loadgroup` (make test): the chapters are one group, run one after another on one worker,
+    # first in the queue, shortest budget first; every other test goes with its module (one group each, so a module's
+    # fixtures are set up once) to the other workers. A chapter's time budget is its wall time on the machine, so two
+    # chapters never run side by side (the heavy ones use both cores), and the longest come last, when the unit tests
+    # on the other worker are done.
     budgets = {id(item): _chapter_budget(item) for item in items}
     for item in items:
-        if not budgets[id(item)]:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
-    items.sort(key=lambda item: -budgets[id(item)])
+        group = "chapters" if budgets[id(item)] else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: (not budgets[id(item)], budgets[id(item)]))
 
 
 def toc_files(root: Path = ROOT) -> set[str]:

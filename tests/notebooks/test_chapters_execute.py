@@ -3,7 +3,8 @@
 Each notebook asserts the effect it teaches, so a regression in the effect fails
 here. Its time budget (seconds, the budget the chapter declares) is in the
 notebook's metadata under ``xlaport.budget_s``; a run over 1.5x the budget fails. ``make test`` runs the chapters
-two at a time (``pytest -n``, longest first: tests/conftest.py orders them), each in its own kernel.
+one after another on one pytest-xdist worker, shortest budget first, while the unit tests run on the other
+(tests/conftest.py groups and orders them).
 """
 
 from __future__ import annotations
