@@ -72,16 +72,17 @@ format: $(STAMP)
 unit: $(STAMP)
 	$(PY) -m pytest tests/unit -m "not subprocess" $(PYTEST_ARGS)
 
-# Lint, unit tests and every notebook, executed once into _build/executed, then the strict site build from those copies,
-# then what reads the build (marker `built`: every page in a real browser, the reader editions of this run's chapters).
-# Tests run on JOBS processes (pytest-xdist; default: the machine's cores, at most 4): the chapters one after another
-# on one of them (each is timed against its budget), the other tests module by module on the others (a module's
-# fixtures set up once). JOBS=1 runs everything in one process.
+# Lint; the unit and site tests on every core (pytest-xdist, JOBS processes: default the machine's cores, at most 4;
+# each module's tests on one worker, so its fixtures are set up once); then every chapter, executed once into
+# _build/executed, one at a time and alone, because each is timed against its budget in wall time and the heavy ones
+# use both cores; then the strict site build from those copies; then what reads the build (marker `built`: every page
+# in a real browser, the reader editions of this run's chapters), again on every core. JOBS=1: one process throughout.
 JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n < 4 ? n : 4 )))
 XDIST = $(if $(filter-out 0 1,$(JOBS)),-n $(JOBS) --dist loadgroup,)
 
 test: lint
-	$(PY) -m pytest $(XDIST) -m "not built" $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m "not built and not notebook" $(PYTEST_ARGS)
+	$(PY) -m pytest -m notebook $(PYTEST_ARGS)
 	$(PY) scripts/build_site.py
 	XLAPORT_SITE_DIR=$(CURDIR)/_build/html $(PY) -m pytest $(XDIST) -m built -q -p no:cacheprovider $(PYTEST_ARGS)
 
@@ -107,7 +108,7 @@ editions-run: $(STAMP)
 	$(PY) scripts/reader_editions.py --run $(EDITIONS)
 
 notebooks: $(STAMP)
-	$(PY) -m pytest $(XDIST) tests/notebooks -m notebook $(PYTEST_ARGS)
+	$(PY) -m pytest tests/notebooks -m notebook $(PYTEST_ARGS)
 
 site: $(STAMP)
 	$(PY) scripts/build_site.py

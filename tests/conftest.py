@@ -88,11 +88,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "fresh_python" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.subprocess)
-    # `pytest -n 2 --dist loadgroup` (make test): the chapters are one group, run one after another on one worker,
-    # first in the queue, shortest budget first; every other test goes with its module (one group each, so a module's
-    # fixtures are set up once) to the other workers. A chapter's time budget is its wall time on the machine, so two
-    # chapters never run side by side (the heavy ones use both cores), and the longest come last, when the unit tests
-    # on the other worker are done.
+    # `pytest -n 2 --dist loadgroup` (make test's unit and site tests): each module's tests go to one worker, so its
+    # fixtures are set up once, not once per worker. The chapters (make test runs them alone, after those) come first,
+    # shortest budget first.
     budgets = {id(item): _chapter_budget(item) for item in items}
     for item in items:
         group = "chapters" if budgets[id(item)] else item.nodeid.split("::")[0]
