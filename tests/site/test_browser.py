@@ -584,8 +584,6 @@ def test_no_prose_is_typeset_as_maths(browser: Browser, site: str, page: str) ->
 # Each check below failed on the site built before these fixes (kept at /tmp/site_before when they were written)
 # and passes on the rebuilt one; the commit messages record both runs.
 
-NARROW = {"width": 390, "height": 844}  # a phone
-WIDE = {"width": 1366, "height": 900}  # a common laptop; the site's wide-table layout starts at 1400
 LEGIBLE_PX = 9.0  # the smallest figure text a reader should meet, in CSS px (xlaport.plots.LEGIBLE_PX)
 
 FIGURES_JS = r"""
@@ -643,7 +641,7 @@ def _recorded_font_px(page: str, src: str) -> float | None:
 
 
 @site_only
-@pytest.mark.parametrize("viewport", [NARROW, WIDE], ids=["phone", "desktop"])
+@pytest.mark.parametrize("viewport", [PHONE, DESKTOP_1366], ids=["phone", "desktop"])
 @pytest.mark.parametrize("page", _chapters())
 def test_plots_fit_the_column_and_their_text_is_legible(
     browser: Browser, site: str, page: str, viewport: dict[str, int]
