@@ -40,6 +40,8 @@ from typing import Any
 
 import nbformat
 
+from xlaport.text import escape_dollars
+
 ROOT = Path(__file__).resolve().parents[1]
 EXECUTED = ROOT / "_build" / "executed" / "notebooks"
 # The branch the Pages workflow pushes the editions to (.github/workflows/pages.yml), and the folder in it.
@@ -270,15 +272,6 @@ def escape(text: str) -> str:
     return _ESCAPE.sub(r"\\\1", text)
 
 
-def _escape_dollars(markdown: str) -> str:
-    """Dollars in a glued markdown value as text: on the site it is CommonMark, where ``$`` is no maths."""
-    out, i = [], 0
-    for m in re.finditer(r"(`+)(.+?)(?<!`)\1(?!`)", markdown, re.S):  # code spans keep their dollars
-        out += [re.sub(r"(?<!\\)\$", r"\\$", markdown[i : m.start()]), m.group(0)]
-        i = m.end()
-    return "".join([*out, re.sub(r"(?<!\\)\$", r"\\$", markdown[i:])])
-
-
 # --- the converter -------------------------------------------------------------------------------------------------
 
 _OPEN = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,}|:{3,})\s*(?P<info>.*?)\s*$")
@@ -473,7 +466,7 @@ class _Chapter:
             key = body.rsplit(":", 1)[0] if name == "glue:md" and ":" in body else body
             data = self.value(key)
             if "text/markdown" in data:
-                return _escape_dollars(str(data["text/markdown"]).strip())
+                return escape_dollars(str(data["text/markdown"]).strip())
             if "text/plain" in data:
                 return escape(_format_plain(data["text/plain"], ""))
             raise self.fail(f"glued value {key!r} has nothing to show inline")
@@ -625,7 +618,7 @@ class _Chapter:
             alt = d.options.get("alt", "") or re.sub(r"\s+", " ", caption)[:120] or f"Plot: {key}"
             shown = f"![{escape(alt)}](attachment:{name})"
         elif "text/markdown" in data:
-            shown = _escape_dollars(str(data["text/markdown"]).strip())
+            shown = escape_dollars(str(data["text/markdown"]).strip())
         elif "text/html" in data:
             shown = str(data["text/html"]).strip()
         elif "text/plain" in data:
