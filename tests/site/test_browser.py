@@ -25,6 +25,7 @@ import struct
 import threading
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.built]
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 PHONE = {"width": 390, "height": 844}
-DESKTOP = {"width": 1400, "height": 900}
+DESKTOP = {"width": 1366, "height": 900}
 
 
 def _chromium() -> str | None:
@@ -49,7 +50,7 @@ def _chromium() -> str | None:
 
 CHROMIUM = _chromium()
 try:
-    from playwright.sync_api import Browser, Page, sync_playwright
+    from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 except ImportError:  # pragma: no cover - pinned in requirements.txt
     sync_playwright = None  # type: ignore[assignment]
 
@@ -57,6 +58,25 @@ if CHROMIUM is None or sync_playwright is None:
     why = "no Chromium on PATH" if CHROMIUM is None else "playwright is not installed"
     print(f"\n*** SKIPPING the browser tests: {why} (apt-get install chromium; pip install -r requirements.txt) ***")
     pytest.skip(f"browser tests skipped: {why}", allow_module_level=True)
+
+
+class ScriptError(str):
+    """What a check's script raised, kept in place of its result."""
+
+
+@dataclass
+class Load:
+    """One load of a page at one width: PAGE_CHECKS_JS's problems plus what the browser reported while loading
+    (console errors, failed requests, script errors, HTTP errors), and each further script's result by name."""
+
+    problems: list[str]
+    results: dict[str, Any] = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> Any:
+        r = self.results[name]
+        if isinstance(r, ScriptError):
+            pytest.fail(f"the check's script failed: {r}")
+        return r
 
 
 # --- one page's checks (shared by the synthetic tests and the site tests) ---------------------------------------
@@ -139,6 +159,7 @@ def browser() -> Iterator[Browser]:
             executable_path=CHROMIUM, args=["--no-sandbox"], ignore_default_args=["--hide-scrollbars"]
         )
         yield b
+        _CONTEXTS.clear()  # closed with the browser
         b.close()
 
 
@@ -158,11 +179,21 @@ def _counts(message: Any) -> bool:
     return message.type == "error" and not IGNORED_CONSOLE.search(message.text)
 
 
-def check_page(browser: Browser, url: str, viewport: dict[str, int], screenshot: Path | None = None) -> list[str]:
-    """Load one page offline (requests beyond the local server are refused) and return its problems."""
-    context = browser.new_context(viewport=viewport)
+def _load(
+    browser: Browser | BrowserContext,
+    url: str,
+    viewport: dict[str, int],
+    scripts: dict[str, tuple[str, Any]],
+    screenshot: Path | None,
+) -> Load:
+    """Load one page offline (requests beyond the local server are refused), run PAGE_CHECKS_JS and then each of
+    ``scripts`` (name: (script, argument)) on that one load, and take a full-page screenshot if asked. Given a
+    browser context (of this viewport) rather than a browser, the page opens in it, sharing its HTTP cache."""
+    own = not isinstance(browser, BrowserContext)
+    context = browser.new_context(viewport=viewport) if own else browser
     page = context.new_page()
     problems: list[str] = []
+    results: dict[str, Any] = {}
     local = re.match(r"https?://127\.0\.0\.1:\d+", url)
     assert local
     origin = local.group(0)
@@ -174,12 +205,25 @@ def check_page(browser: Browser, url: str, viewport: dict[str, int], screenshot:
     try:
         page.goto(url, wait_until="load")
         problems += page.evaluate(PAGE_CHECKS_JS)
+        for name, (script_js, arg) in scripts.items():
+            try:
+                results[name] = page.evaluate(script_js, arg)
+            except Exception as e:  # one script's failure fails the tests that read it, not the others
+                results[name] = ScriptError(f"{name}: {str(e).splitlines()[0][:200]}")
         if screenshot is not None:
             screenshot.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(screenshot), full_page=True)
+    except Exception as e:
+        problems.append(f"page did not load: {str(e).splitlines()[0][:200]}")
+        results = {name: ScriptError(f"{url} did not load") for name in scripts}
     finally:
-        context.close()
-    return problems
+        (context if own else page).close()
+    return Load(problems, results)
+
+
+def check_page(browser: Browser, url: str, viewport: dict[str, int]) -> list[str]:
+    """One page's problems: PAGE_CHECKS_JS and what the browser reported while loading it."""
+    return _load(browser, url, viewport, {}, None).problems
 
 
 # --- each defect class, reintroduced on a synthetic page ----------------------------------------------------------
@@ -286,12 +330,56 @@ def site() -> Iterator[str]:
     server.shutdown()
 
 
+# One load per page and width: every check of a built page reads the same load of it. A page opens once at desktop
+# width and once at phone width, every check's script runs on that load (SITE_SCRIPTS, in order: the table check
+# last, since it scrolls boxes and puts them back), and each test reads its part. For this site that is about 80
+# page loads instead of one per test (about 320), the largest cost of the browser tests.
+
+COLAB_LINKS_JS = "() => [...document.querySelectorAll(\"a[href*='colab.research.google.com']\")].map(e => e.href)"
+H1_JS = "() => { const h = document.querySelector('h1'); return h ? h.innerText : ''; }"
+
+
+def _site_scripts() -> dict[str, tuple[str, Any]]:
+    return {
+        "prose_maths": (PROSE_MATHS_JS, None),
+        "figures": (FIGURES_JS, None),
+        "prose": (PROSE_JS, None),
+        "ending": (ENDING_JS, None),
+        "outputs": (OUTPUT_TEXT_JS, [REPR, ONE_PLURAL]),
+        "colab": (COLAB_LINKS_JS, None),
+        "h1": (H1_JS, None),
+        "tables": (TABLE_COLUMNS_JS, None),
+    }
+
+
+_LOADS: dict[tuple[str, int], Load] = {}
+_CONTEXTS: dict[tuple[int, int], BrowserContext] = {}
+
+
+def loaded(browser: Browser, site: str, page: str, viewport: dict[str, int]) -> Load:
+    """``page`` of the built site at ``viewport``, loaded once for the whole module; a chapter at phone width leaves
+    a full-page screenshot in _build/screenshots/. The pages of one width open in one browser context, so the
+    theme's scripts, styles, fonts and MathJax come from its HTTP cache after the first page, as for a reader."""
+    key = (page, viewport["width"])
+    if key not in _LOADS:
+        ctx_key = (id(browser), viewport["width"])
+        if ctx_key not in _CONTEXTS:
+            _CONTEXTS[ctx_key] = browser.new_context(viewport=viewport)
+        shot = (
+            SCREENSHOTS / f"{Path(page).stem}.png"
+            if viewport["width"] == PHONE["width"] and page in _chapters()
+            else None
+        )
+        _LOADS[key] = _load(_CONTEXTS[ctx_key], f"{site}/{page}", viewport, _site_scripts(), shot)
+    return _LOADS[key]
+
+
 @site_only
 @pytest.mark.parametrize("page", _pages())
 def test_page_reads_well(browser: Browser, site: str, page: str) -> None:
     if page == "search.html":
         pytest.skip("the search page is driven by test_search_finds_each_chapter")
-    problems = check_page(browser, f"{site}/{page}", DESKTOP)
+    problems = loaded(browser, site, page, DESKTOP).problems
     assert not problems, f"{page} at {DESKTOP['width']} px:\n  " + "\n  ".join(problems)
 
 
@@ -299,7 +387,7 @@ def test_page_reads_well(browser: Browser, site: str, page: str) -> None:
 @pytest.mark.parametrize("page", _chapters())
 def test_chapter_on_a_phone(browser: Browser, site: str, page: str) -> None:
     shot = SCREENSHOTS / f"{Path(page).stem}.png"
-    problems = check_page(browser, f"{site}/{page}", PHONE, screenshot=shot)
+    problems = loaded(browser, site, page, PHONE).problems
     assert shot.stat().st_size > 0
     assert not problems, f"{page} at {PHONE['width']} px:\n  " + "\n  ".join(problems)
 
@@ -314,9 +402,7 @@ def _open(browser: Browser, url: str) -> tuple[Any, Page]:
 @site_only
 @pytest.mark.parametrize("page", _chapters())
 def test_colab_link_opens_this_notebook(browser: Browser, site: str, page: str) -> None:
-    context, p = _open(browser, f"{site}/{page}")
-    hrefs = p.eval_on_selector_all("a[href*='colab.research.google.com']", "els => els.map(e => e.href)")
-    context.close()
+    hrefs = loaded(browser, site, page, DESKTOP)["colab"]
     stem = Path(page).stem
     # The reader edition (plain markdown, no book markup) on the branch the Pages workflow pushes, published with
     # the site; not the source notebook.
@@ -332,9 +418,10 @@ STOP = {"the", "and", "with", "from", "into", "your", "that", "what", "when", "w
 @site_only
 @pytest.mark.parametrize("page", _chapters())
 def test_search_finds_each_chapter(browser: Browser, site: str, page: str) -> None:
-    context, p = _open(browser, f"{site}/{page}")
-    title = p.inner_text("h1").strip().rstrip("#").strip()
+    title = loaded(browser, site, page, DESKTOP)["h1"].strip().rstrip("#").strip()
     words = [w for w in re.findall(r"[A-Za-z][A-Za-z0-9_-]{3,}", title.split(":")[0]) if w.lower() not in STOP][:3]
+    context = browser.new_context(viewport=DESKTOP)
+    p = context.new_page()
     p.goto(f"{site}/search.html?q={'+'.join(words)}", wait_until="load")
     # Sphinx's search shows its results one by one and writes the summary ("Search finished, found N pages")
     # after the last: read the list only then, or a slow machine sees a partial list.
@@ -440,8 +527,6 @@ def test_desktop_has_one_header_bar(browser: Browser, site: str) -> None:
 # until touched), every cell of every row lies inside what that box scrolls to, and scrolling to the end shows the
 # last column. Checked at desktop (1366x900) and phone (390x844).
 
-DESKTOP_1366 = {"width": 1366, "height": 900}
-
 TABLE_COLUMNS_JS = r"""
 async () => {
   const problems = [];
@@ -520,28 +605,15 @@ async () => {
 """
 
 
-def _evaluate(browser: Browser, url: str, viewport: dict[str, int], script_js: str) -> list[str]:
-    context = browser.new_context(viewport=viewport)
-    page = context.new_page()
-    origin = re.match(r"https?://127\.0\.0\.1:\d+", url)
-    assert origin
-    page.route(re.compile(r"^(?!" + re.escape(origin.group(0)) + r"|data:|blob:|about:).*"), lambda r: r.abort())
-    try:
-        page.goto(url, wait_until="load")
-        return list(page.evaluate(script_js))
-    finally:
-        context.close()
-
-
 @site_only
-@pytest.mark.parametrize("viewport", [DESKTOP_1366, PHONE], ids=["desktop1366", "phone390"])
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop1366", "phone390"])
 @pytest.mark.parametrize("page", _pages())
 def test_every_table_column_is_visible_or_scrolls_into_view(
     browser: Browser, site: str, page: str, viewport: dict[str, int]
 ) -> None:
     if page == "search.html":
         pytest.skip("no tables")
-    problems = _evaluate(browser, f"{site}/{page}", viewport, TABLE_COLUMNS_JS)
+    problems = loaded(browser, site, page, viewport)["tables"]
     assert not problems, f"{page} at {viewport['width']} px:\n  " + "\n  ".join(problems)
 
 
@@ -576,7 +648,7 @@ async () => {
 def test_no_prose_is_typeset_as_maths(browser: Browser, site: str, page: str) -> None:
     if page == "search.html":
         pytest.skip("no prose")
-    problems = _evaluate(browser, f"{site}/{page}", PHONE, PROSE_MATHS_JS)
+    problems = loaded(browser, site, page, PHONE)["prose_maths"]
     assert not problems, f"{page}:\n  " + "\n  ".join(problems)
 
 
@@ -623,16 +695,6 @@ async () => {
 """
 
 
-def _figures(browser: Browser, url: str, viewport: dict[str, int]) -> list[dict[str, Any]]:
-    context = browser.new_context(viewport=viewport)
-    page = context.new_page()
-    try:
-        page.goto(url, wait_until="load")
-        return list(page.evaluate(FIGURES_JS))
-    finally:
-        context.close()
-
-
 def _recorded_font_px(page: str, src: str) -> float | None:
     from xlaport.plots import recorded_font_px
 
@@ -641,7 +703,7 @@ def _recorded_font_px(page: str, src: str) -> float | None:
 
 
 @site_only
-@pytest.mark.parametrize("viewport", [PHONE, DESKTOP_1366], ids=["phone", "desktop"])
+@pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["phone", "desktop"])
 @pytest.mark.parametrize("page", _chapters())
 def test_plots_fit_the_column_and_their_text_is_legible(
     browser: Browser, site: str, page: str, viewport: dict[str, int]
@@ -651,7 +713,7 @@ def test_plots_fit_the_column_and_their_text_is_legible(
     PNG's own width) times the smallest text the figure holds, which each plot's PNG records
     (:func:`xlaport.plots.png`)."""
     problems = []
-    figures = _figures(browser, f"{site}/{page}", viewport)
+    figures = loaded(browser, site, page, viewport)["figures"]
     for f in figures:
         name = f["src"].rsplit("/", 1)[-1][:16] or f["alt"] or f["tag"]
         past = f["left"] < f["colLeft"] - 1 or f["right"] > f["colRight"] + 1
@@ -819,9 +881,7 @@ def test_prose_agrees_with_the_output_beside_it(browser: Browser, site: str, pag
     labelled published that its record calls unverified, a rule summary with one severity for findings of several,
     an effort row whose total is not units times rate, "unknown" ops left unexplained, code names said to be above
     that are not on the page, and two paragraphs in a row saying the same thing."""
-    context, p = _open(browser, f"{site}/{page}")
-    data = p.evaluate(PROSE_JS)
-    context.close()
+    data = loaded(browser, site, page, DESKTOP)["prose"]
     prose_text = " ".join(x["text"] for x in data["prose"])
     problems = [f"range with equal ends: {r}" for r in _same_range(prose_text)]
     problems += [f"unverified price called published: {s}" for s in _price_status_slips(data["text"])]
@@ -888,9 +948,7 @@ ENDING_JS = r"""
 def test_chapter_ends_with_what_to_take_away(browser: Browser, site: str, page: str) -> None:
     """The last section of every chapter is "What to take away", with at least one number glued from the run, and
     the page's last visible element is not code (no chapter ends on a cell, let alone a cut-off line of asserts)."""
-    context, p = _open(browser, f"{site}/{page}")
-    end = p.evaluate(ENDING_JS)
-    context.close()
+    end = loaded(browser, site, page, DESKTOP)["ending"]
     heading = re.sub(r"^\d+(\.\d+)*\.?\s+", "", end["heading"] or "")  # the book numbers its sections ("2.8.")
     assert heading == "What to take away", f"{page}: the last section is {end['heading']!r}"
     assert end["glued"] >= 1, f"{page}: its takeaway holds no number glued from the run"
@@ -934,13 +992,7 @@ OUTPUT_TEXT_JS = r"""
 @site_only
 @pytest.mark.parametrize("page", _chapters())
 def test_outputs_read_as_text_with_counts_in_the_right_number(browser: Browser, site: str, page: str) -> None:
-    context = browser.new_context(viewport=DESKTOP_1366)
-    p = context.new_page()
-    try:
-        p.goto(f"{site}/{page}", wait_until="load")
-        problems = p.evaluate(OUTPUT_TEXT_JS, [REPR, ONE_PLURAL])
-    finally:
-        context.close()
+    problems = loaded(browser, site, page, DESKTOP)["outputs"]
     assert not problems, f"{page}:\n  " + "\n  ".join(problems)
 
 
@@ -977,7 +1029,7 @@ def test_glossary_is_alphabetical_and_its_new_terms_are_linked(browser: Browser,
         entry = p.locator(f"dt[id='{anchor}']")
         assert entry.inner_text().strip() == "interpret mode"
         box = entry.bounding_box()
-        assert box and 0 <= box["y"] < DESKTOP_1366["height"], f"the interpret mode entry is off screen: {box}"
+        assert box and 0 <= box["y"] < DESKTOP["height"], f"the interpret mode entry is off screen: {box}"
     finally:
         context.close()
 
