@@ -76,19 +76,39 @@ format: $(STAMP)
 unit: $(STAMP)
 	$(PY) -m pytest tests/unit -m "not subprocess" $(PYTEST_ARGS)
 
-# Lint; the unit and site tests on every core (pytest-xdist, JOBS processes: default the machine's cores, at most 4;
-# each module's tests on one worker, so its fixtures are set up once); then every chapter, executed once into
-# _build/executed, one at a time and alone, because each is timed against its budget in wall time and the heavy ones
-# use both cores; then the strict site build from those copies; then what reads the build (marker `built`: every page
-# in a real browser, the reader editions of this run's chapters), again on every core. JOBS=1: one process throughout.
+# The chapters, executed once each into _build/executed, one at a time, each timed in wall time against its budget;
+# beside them, at the lowest CPU priority (nice 19), lint and the unit and site tests (pytest-xdist, JOBS processes:
+# default the machine's cores, at most 4; each module's tests on one worker, so its fixtures are set up once): they
+# run on the CPU a chapter leaves idle and yield it when the chapter wants it, so a chapter's time stays its own. Their
+# log is printed when the chapters are done (and kept in _build/test-units.log). Then the strict site build from the
+# executed copies, then what reads the build (marker `built`: every page in a real browser, the reader editions of
+# this run's chapters) on every core. JOBS=1: one pytest process at a time, nothing beside the chapters.
 JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n < 4 ? n : 4 )))
 XDIST = $(if $(filter-out 0 1,$(JOBS)),-n $(JOBS) --dist loadgroup,)
 
-test: lint
-	$(PY) -m pytest $(XDIST) -m "not built and not notebook" $(PYTEST_ARGS)
+# --durations: the slowest tests of each phase in the log, where a slow CI run shows where its time went.
+DURATIONS ?= --durations=15 --durations-min=2
+
+.PHONY: test-units
+test-units: $(STAMP)
+	$(PY) -m pytest $(XDIST) -m "not built and not notebook" $(DURATIONS) $(PYTEST_ARGS)
+
+test: $(STAMP)
+	@mkdir -p _build && rm -f _build/test-units.rc
+ifeq ($(filter-out 0 1,$(JOBS)),)
+	$(MAKE) --no-print-directory lint test-units
 	$(PY) -m pytest -m notebook $(PYTEST_ARGS)
+else
+	@echo "lint and the unit and site tests run at nice 19 beside the chapters; their log follows the chapters'"
+	@( nice -n 19 $(MAKE) --no-print-directory lint test-units > _build/test-units.log 2>&1; \
+	   echo $$? > _build/test-units.rc ) & \
+	chapters=0; $(PY) -m pytest -m notebook $(PYTEST_ARGS) || chapters=$$?; \
+	wait; echo "--- lint, unit and site tests (_build/test-units.log) ---"; cat _build/test-units.log; \
+	units=$$(cat _build/test-units.rc); echo "chapters: exit $$chapters; lint, unit and site tests: exit $$units"; \
+	test "$$chapters" = 0 && test "$$units" = 0
+endif
 	$(PY) scripts/build_site.py
-	XLAPORT_SITE_DIR=$(CURDIR)/_build/html $(PY) -m pytest $(XDIST) -m built -q -p no:cacheprovider $(PYTEST_ARGS)
+	XLAPORT_SITE_DIR=$(CURDIR)/_build/html $(PY) -m pytest $(XDIST) -m built -q -p no:cacheprovider $(DURATIONS) $(PYTEST_ARGS)
 
 # The built site in the system Chromium (tests/site/test_browser.py): every page, search, tabs, Colab links, and a
 # phone-width screenshot of every chapter into _build/screenshots/. Skips with one line where Chromium is missing.

@@ -3,9 +3,10 @@
 Each notebook asserts the effect it teaches, so a regression in the effect fails
 here. Its time budget (seconds, the budget the chapter declares) is in the
 notebook's metadata under ``xlaport.budget_s``; a run over 1.5x the budget fails. ``make test`` runs the chapters
-one after another with nothing beside them: the unit tests run first, on every core. Run beside other work (two
-chapters side by side, or one beside the unit tests), the heavy chapters overran their budgets: recompile_storms
-156 s (alone: 88 s), beyond_forward 189 s (alone: 118 s), on a 2-core machine.
+one after another; beside them only work at the lowest CPU priority (lint and the unit tests at nice 19), which
+yields the CPU whenever a chapter wants it. Beside work at the same priority (two chapters side by side, or one
+beside the unit tests), the heavy chapters overran their budgets: recompile_storms 156 s (alone: 88 s),
+beyond_forward 189 s (alone: 118 s), on a 2-core machine.
 """
 
 from __future__ import annotations
