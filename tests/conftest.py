@@ -46,8 +46,8 @@ def run_python(
 ) -> subprocess.CompletedProcess[str]:
     """Run ``code`` (dedented) with ``python -c``, or ``python -m MODULE ARGS...``, in a fresh interpreter.
 
-    The child sees this checkout's ``src`` first on ``PYTHONPATH`` and ``PJRT_DEVICE=CPU`` unless ``env``
-    says otherwise; ``unset`` removes variables. With ``check`` a non-zero exit fails the test with the
+    The child sees this checkout's ``src`` first on ``PYTHONPATH``, ``PJRT_DEVICE=CPU`` and the emulator's
+    ``XLA_FLAGS`` (:mod:`xlaport.xla_cpu`) unless ``env`` says otherwise; ``unset`` removes variables. With ``check`` a non-zero exit fails the test with the
     tail of stderr.
     """
     if (code is None) == (not module):
@@ -57,6 +57,9 @@ def run_python(
         "PJRT_DEVICE": "CPU",
         "PYTHONPATH": os.pathsep.join(p for p in (SRC, os.environ.get("PYTHONPATH")) if p),
     }
+    from xlaport import xla_cpu  # torch-free
+
+    xla_cpu.configure(child)  # as the toolkit's own processes: XLA:CPU compiles at LLVM -O0
     child.update(env or {})
     for name in unset:
         child.pop(name, None)
@@ -88,12 +91,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "fresh_python" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.subprocess)
-    # `pytest -n 2 --dist loadgroup` (make test's unit and site tests): each module's tests go to one worker, so its
-    # fixtures are set up once, not once per worker. The chapters (make test runs them alone, after those) come first,
-    # shortest budget first.
+    # `pytest -n 2 --dist loadgroup` (make test's unit, site and browser tests): each module's tests go to one worker,
+    # so its fixtures are set up once, not once per worker; the browser tests of one page go to one worker, which
+    # loads that page once for all of them (tests/site/test_browser.py), and the pages spread over the workers. The
+    # chapters (make test runs them one at a time) come first, shortest budget first.
     budgets = {id(item): _chapter_budget(item) for item in items}
     for item in items:
-        group = "chapters" if budgets[id(item)] else item.nodeid.split("::")[0]
+        module = item.nodeid.split("::")[0]
+        page = getattr(item, "callspec", None) and item.callspec.params.get("page")  # type: ignore[attr-defined]
+        group = "chapters" if budgets[id(item)] else f"{module}::{page}" if isinstance(page, str) else module
         item.add_marker(pytest.mark.xdist_group(group))
     items.sort(key=lambda item: (not budgets[id(item)], budgets[id(item)]))
 

@@ -25,7 +25,7 @@ from typing import Any, Literal, TypeVar, cast
 
 import torch
 
-from . import detect, metrics
+from . import detect, metrics, xla_cpu
 from .profiles import Profile, profile
 from .text import plural
 
@@ -56,7 +56,7 @@ def xla_device() -> torch.device:
     Note: importing torch_xla changes Dynamo's global config for the whole process
     (``automatic_dynamic_shapes`` becomes False, ``specialize_float`` True).
     """
-    os.environ.setdefault("PJRT_DEVICE", "CPU")
+    xla_cpu.configure()  # PJRT_DEVICE=CPU and the emulator's compile level, before torch_xla starts
     try:
         import torch_xla
     except ImportError as e:  # pragma: no cover - depends on the environment
@@ -245,7 +245,7 @@ def _emulated(name: str, p: Profile) -> Target:
         True,
         p,
         EMULATOR_BACKEND,
-        f"emulated on torch_xla XLA:CPU (PJRT_DEVICE={os.environ.get('PJRT_DEVICE')}), "
+        f"emulated on torch_xla XLA:CPU (PJRT_DEVICE={os.environ.get('PJRT_DEVICE')}, {xla_cpu.describe()}), "
         f"{p.title} rules applied, compile backend '{p.compile_backend}' -> '{EMULATOR_BACKEND}'",
     )
 

@@ -235,7 +235,12 @@ def test_free_ports() -> None:
 # ---------------------------------------------------------------------------------------------- mesh
 
 
-def test_cpu_devices_env_and_mesh_shape() -> None:
+def test_cpu_devices_env_and_mesh_shape(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    monkeypatch.delenv("XLAPORT_XLA_CPU_OPT", raising=False)
+    fast = "--xla_backend_optimization_level=0"
+    assert cpu_devices_env(4) == {"PJRT_DEVICE": "CPU", "CPU_NUM_DEVICES": "4", "XLA_FLAGS": fast}
+    monkeypatch.setenv("XLAPORT_XLA_CPU_OPT", "default")
     assert cpu_devices_env(4) == {"PJRT_DEVICE": "CPU", "CPU_NUM_DEVICES": "4"}
     with pytest.raises(ValueError, match="n must be"):
         cpu_devices_env(0)

@@ -19,11 +19,12 @@ whole process); :func:`cpu_devices_env` and :func:`mesh_shape` do not.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import validate
+from .. import validate, xla_cpu
 
 __all__ = [
     "FSDP_AXES",
@@ -42,7 +43,9 @@ FSDP_AXES: tuple[str, str] = ("fsdp", "model")  # SpmdFullyShardedDataParallel s
 def cpu_devices_env(n: int) -> dict[str, str]:
     """Environment for a fresh process whose torch_xla should see ``n`` CPU devices."""
     n = validate.integer("n", n, minimum=1)
-    return {"PJRT_DEVICE": "CPU", "CPU_NUM_DEVICES": str(n)}
+    env = {"PJRT_DEVICE": "CPU", "CPU_NUM_DEVICES": str(n)}
+    flags = xla_cpu.with_fast_compile(os.environ.get("XLA_FLAGS", ""), os.environ.get(xla_cpu.OPT_ENV))
+    return {**env, "XLA_FLAGS": flags} if flags else env
 
 
 def mesh_shape(n_devices: int, shape: Sequence[int] | None = None, axes: Sequence[str] = FSDP_AXES) -> tuple[int, ...]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import xla_cpu
 from ..text import plural
 
 __all__ = ["ProbeCall", "ProbeResult", "run_probe", "parse_probe", "main"]
@@ -114,7 +115,7 @@ def run_probe(
 
     req = {"entry": entry, "probes": probes, "target": target, "repeat": repeat, "seed": seed}
     env = dict(os.environ)
-    env.setdefault("PJRT_DEVICE", "CPU")
+    xla_cpu.configure(env)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_src_dir(), env.get("PYTHONPATH")) if p)
     res = ProbeResult(entry, target)
     start = time.perf_counter()
@@ -159,7 +160,7 @@ def _first_line(e: BaseException) -> str:
 def main() -> int:
     """The child side: read the request, run the calls under a RecompileMonitor, print one JSON line."""
     req = json.loads(sys.stdin.read())
-    os.environ.setdefault("PJRT_DEVICE", "CPU")
+    xla_cpu.configure()
     import torch
 
     import xlaport

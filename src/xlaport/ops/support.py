@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import tomllib
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from .. import xla_cpu
 from ..reference import data_text
 from .trace import normalise
 
@@ -106,7 +106,7 @@ def support_table(target: str) -> SupportTable:
                 "default_fallback_checked": d["fallback_checked"],
             },
         )
-    os.environ.setdefault("PJRT_DEVICE", "CPU")
+    xla_cpu.configure()
     import torch_xla
 
     names = [n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .. import cost
+from .. import cost, xla_cpu
 from .decode import decode_sweep, decoder_shape, max_batch
 from .machine import chip
 from .roofline import band
@@ -38,13 +38,12 @@ _FLUX_ARGS = (
 def flux_transformer(dtype: str = "bfloat16") -> Any:
     """diffusers' ``FluxTransformer2DModel`` on ``meta`` from the published FLUX.1 [dev] configuration."""
     import logging
-    import os
 
     import torch
 
     # diffusers imports torch_xla when it is installed; on its CPU client, as xlaport.targets sets it, so that
     # torch_xla neither looks for a TPU nor logs that it defaulted
-    os.environ.setdefault("PJRT_DEVICE", "CPU")
+    xla_cpu.configure()
     from diffusers import FluxTransformer2DModel
 
     cfg = cost.model_config("flux1_dev_transformer")
