@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING
 from ._lazy import lazy_exports
 
 __version__ = "0.1.0"
-__all__ = ["Profile", "Rule", "Target", "TARGET_NAMES", "profile", "target", "__version__"]
+__all__ = ["CannotRunHere", "Profile", "Rule", "Target", "TARGET_NAMES", "profile", "target", "__version__"]
 
 # Imported on first use, so that torch-free tools (xlaport.cost, the CLI's help) start fast.
 _LAZY = {
     "Profile": "profiles",
     "Rule": "profiles",
     "profile": "profiles",
+    "CannotRunHere": "targets",
     "Target": "targets",
     "TARGET_NAMES": "targets",
     "target": "targets",
@@ -26,7 +27,7 @@ _LAZY = {
 
 if TYPE_CHECKING:  # pragma: no cover
     from .profiles import Profile, Rule, profile
-    from .targets import TARGET_NAMES, Target, target
+    from .targets import TARGET_NAMES, CannotRunHere, Target, target
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata
+import importlib.util
 import os
 import platform
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, cast
 
@@ -29,13 +30,26 @@ from . import detect, metrics, xla_cpu
 from .profiles import Profile, profile
 from .text import plural
 
-__all__ = ["Target", "target", "TARGET_NAMES", "xla_device", "autoload_warning"]
+__all__ = ["Target", "target", "TARGET_NAMES", "NEEDS", "CannotRunHere", "xla_device", "autoload_warning"]
 
 TargetName = Literal["cuda", "tpu", "neuron", "cpu", "auto"]
 TARGET_NAMES: tuple[str, ...] = ("cuda", "tpu", "neuron", "cpu", "auto")
 EMULATOR_BACKEND = "openxla"  # torch_xla's Dynamo backend: Dynamo -> AOTAutograd -> XLA
 
 F = TypeVar("F", bound=Callable[..., Any])
+# What a chapter can declare it needs (Target.require), and what each means. Chapters that need one of these say so
+# in their banner and stop with CannotRunHere where the target cannot give it: the CPU path of a TPU VM or a laptop
+# without torch_xla (make rehearse-tpu-vm).
+NEEDS: dict[str, str] = {
+    "compiler": "a device that compiles whole graphs (XLA:CPU as the emulator, or a real TPU or Trainium)",
+    "torch_xla": "torch_xla (PyTorch/XLA), which a TorchTPU or TorchNeuron environment does not install",
+}
+
+
+class CannotRunHere(RuntimeError):
+    """A chapter needs what this target cannot give (see :data:`NEEDS`); the message says what and why."""
+
+
 _ERRORS: dict[str, type[Exception]] = {
     "NotImplementedError": NotImplementedError,
     "RuntimeError": RuntimeError,
@@ -108,12 +122,37 @@ class Target:
                 v[dist] = ver
         return v
 
-    def banner(self) -> str:
-        """One line: target, real or emulated, how, and the versions in use."""
+    def banner(self, needs: Mapping[str, str] | None = None) -> str:
+        """One line: target, real or emulated, how, and the versions in use. With ``needs`` (as for
+        :meth:`require`), a second line for each need this target cannot meet, with the chapter's reason."""
         vers = " ".join(f"{k} {v}" for k, v in self.versions().items())
-        line = f"[xlaport] target={self.name} ({self.kind}) device={self.device} backend={self.backend} | {self.detail} | {vers}"
+        lines = [
+            f"[xlaport] target={self.name} ({self.kind}) device={self.device} backend={self.backend} | {self.detail} | {vers}"
+        ]
+        lines += [f"[xlaport] this chapter cannot run here: {msg}" for msg in self.unmet(needs or {}).values()]
         warning = autoload_warning()
-        return f"{line}\n{warning}" if warning else line
+        return "\n".join([*lines, warning] if warning else lines)
+
+    def unmet(self, needs: Mapping[str, str]) -> dict[str, str]:
+        """The needs (``{need: why the chapter has it}``, needs from :data:`NEEDS`) this target cannot meet, each
+        with a one-line message."""
+        out = {}
+        for need, why in needs.items():
+            if need not in NEEDS:
+                raise ValueError(f"unknown need {need!r}; choose from: {', '.join(NEEDS)}")
+            if need == "compiler":
+                met = self.on_xla or (not self.emulated and self.device.type in ("tpu", "neuron"))
+            else:
+                met = importlib.util.find_spec("torch_xla") is not None
+            if not met:
+                out[need] = f"it needs {NEEDS[need]}; {why}; here the target is {self.device} ({self.kind})"
+        return out
+
+    def require(self, needs: Mapping[str, str]) -> None:
+        """Raise :class:`CannotRunHere` (one line) if this target cannot meet ``needs``."""
+        unmet = self.unmet(needs)
+        if unmet:
+            raise CannotRunHere(" | ".join(unmet.values()))
 
     # ----------------------------------------------------------------- work
     def compile(self, fn: F, **kwargs: Any) -> F:

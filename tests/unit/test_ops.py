@@ -345,3 +345,18 @@ def test_coverage_page_is_generated_from_the_tables() -> None:
     assert "`unique_dim`" in row and "✗ raises" in row
     row = next(line for line in md.splitlines() if line.startswith("| `x @ w`"))
     assert "✓ decomposed" in row
+
+
+def test_tables_here_leaves_out_the_xla_table_where_torch_xla_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A TorchTPU environment has no torch_xla: the chapters ask for the tables they can read, never import it."""
+    import importlib.util
+
+    from xlaport.ops import tables_here
+
+    assert tables_here() == ("tpu", "neuron", "xla")  # this environment has torch_xla
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch_xla" else real(name, *a))
+    assert tables_here() == ("tpu", "neuron")
+    assert tables_here(("tpu", "xla")) == ("tpu",)
+    with pytest.raises(ValueError, match="no op-support table for target 'cuda'"):
+        tables_here(("tpu", "cuda"))

@@ -204,3 +204,30 @@ def test_emulated_sync_runs_the_pending_graph(fresh_python: Runner) -> None:
     assert int(line[3]) == 0, out.stdout  # reading the value afterwards executed nothing
     assert float(line[4]) == 36.0, out.stdout  # sum(2x + 1) for x = 0..5
     assert line[6] == "None", out.stdout  # CPU has no execution counter
+
+
+def test_a_chapter_need_the_target_cannot_meet_is_said_in_the_banner_and_stops_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The CPU target compiles no graphs; without torch_xla installed the torch_xla need fails too (as in a TorchTPU
+    environment); each unmet need is one banner line and one part of CannotRunHere's one-line message."""
+    import importlib.util
+
+    import xlaport
+    from xlaport.targets import CannotRunHere
+
+    cpu = xlaport.target("cpu")
+    needs = {"compiler": "the storm is a compile per shape", "torch_xla": "fix 4 reads its cache"}
+    assert cpu.unmet({"torch_xla": "x"}) == {}  # installed here
+    assert list(cpu.unmet(needs)) == ["compiler"]
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch_xla" else real(name, *a))
+    lines = cpu.banner(needs=needs).splitlines()
+    said = [ln for ln in lines if ln.startswith("[xlaport] this chapter cannot run here")]
+    assert len(said) == 2 and "the storm is a compile per shape" in said[0] and "fix 4 reads its cache" in said[1]
+    with pytest.raises(CannotRunHere) as e:
+        cpu.require(needs)
+    assert "\n" not in str(e.value) and "compiles whole graphs" in str(e.value) and "torch_xla" in str(e.value)
+    assert cpu.banner() == lines[0]  # no needs, no extra lines
+    with pytest.raises(ValueError, match="unknown need 'gpu'"):
+        cpu.unmet({"gpu": "x"})

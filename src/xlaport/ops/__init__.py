@@ -25,7 +25,7 @@ from .fallback import (
     fallback_counts,
 )
 from .route import Decision, decide
-from .support import COVERAGE_TARGETS, XLA_KERNELS_THAT_FALL_BACK, SupportTable, support_table
+from .support import COVERAGE_TARGETS, XLA_KERNELS_THAT_FALL_BACK, SupportTable, support_table, tables_here
 from .trace import OpCall, OpTrace, aten_ops
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "aten_ops",
     "SupportTable",
     "support_table",
+    "tables_here",
     "OpSupport",
     "Coverage",
     "coverage",

@@ -13,8 +13,10 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +26,14 @@ from .. import xla_cpu
 from ..reference import data_text
 from .trace import normalise
 
-__all__ = ["SupportTable", "support_table", "tpu_ops_data", "COVERAGE_TARGETS", "XLA_KERNELS_THAT_FALL_BACK"]
+__all__ = [
+    "SupportTable",
+    "support_table",
+    "tpu_ops_data",
+    "COVERAGE_TARGETS",
+    "XLA_KERNELS_THAT_FALL_BACK",
+    "tables_here",
+]
 
 COVERAGE_TARGETS: tuple[str, ...] = ("tpu", "neuron", "xla")
 # torch_xla 2.9 registers XLA kernels for these that call its CPU fallback (executed_fallback_ops() lists them on
@@ -62,6 +71,17 @@ def tpu_ops_data() -> dict[str, Any]:
 @functools.cache
 def _neuron_toml() -> dict[str, Any]:
     return tomllib.loads(data_text("neuron-ops.toml"))
+
+
+def tables_here(targets: Sequence[str] = COVERAGE_TARGETS) -> tuple[str, ...]:
+    """``targets`` less those whose op table this environment cannot read: ``"xla"`` (the emulator's table) comes
+    from an installed torch_xla, which a TorchTPU or TorchNeuron environment does not have. The TorchTPU and
+    Neuron tables are data shipped with the toolkit and always readable."""
+    for t in targets:
+        if t not in COVERAGE_TARGETS:
+            raise ValueError(f"no op-support table for target {t!r}; choose from: {', '.join(COVERAGE_TARGETS)}")
+    has_xla = importlib.util.find_spec("torch_xla") is not None
+    return tuple(t for t in targets if t != "xla" or has_xla)
 
 
 @functools.cache
