@@ -345,22 +345,37 @@ def test_persistent_cache_check_rejects_bad_input(tmp_path: Path) -> None:
     assert (tmp_path / "cache").is_dir()  # a directory the caller gave is left in place
 
 
-@pytest.mark.subprocess
-def test_persistent_cache_check_really_compiles_and_writes(tmp_path: Path) -> None:
+def test_persistent_cache_check_really_compiles_and_writes(fresh_python: Runner) -> None:
     """Two fresh processes on XLA:CPU: the cold one compiles once and writes one entry; the warm one either loads
-    it (a hit, no compile) or says why it could not (a deserialisation failure, then one compile)."""
-    from xlaport.recompile.persistent_cache import PersistentCacheCheck
-
-    with PersistentCacheCheck(frames=100, cache_dir=tmp_path) as check:
-        check.start("cold")
-        check.start("warm")
-        cold, warm = check.result("cold"), check.result("warm")
-    assert (cold.compiles, cold.misses, cold.hits) == (1, 1, 0), cold
-    assert cold.files_after >= 1, cold
-    if warm.hits:
-        assert warm.compiles == 0 and warm.deserialize_failures == 0, warm
+    it (a hit, no compile) or says why it could not (a deserialisation failure, then one compile), and never misses.
+    As in recompile_storms, the cold run starts before the caller creates its target (which sets XLA_FLAGS and more
+    in its environment) and the warm one after: both runs get the environment of the check's creation, else the
+    warm run misses (XLA's options are part of the cache key; it did before the check took that copy)."""
+    r = _run(
+        fresh_python,
+        """
+        import json, os
+        os.environ.pop("XLA_FLAGS", None)
+        from xlaport.recompile.persistent_cache import PersistentCacheCheck
+        with PersistentCacheCheck(frames=100) as check:
+            check.start("cold")
+            check.wait("cold")
+            import xlaport
+            xlaport.target("tpu")
+            check.start("warm")
+            cold, warm = check.result("cold"), check.result("warm")
+        print(json.dumps({"cold": cold.__dict__, "warm": warm.__dict__, "flags": os.environ["XLA_FLAGS"]}))
+        """,
+    )
+    cold, warm = r["cold"], r["warm"]
+    assert "--xla_backend_optimization_level=0" in r["flags"]  # the target did change this process's environment
+    assert (cold["compiles"], cold["misses"], cold["hits"]) == (1, 1, 0), cold
+    assert cold["files_after"] >= 1, cold
+    assert warm["misses"] == 0, f"the warm run missed the cold run's entry: {warm}"
+    if warm["hits"]:
+        assert warm["compiles"] == 0 and warm["deserialize_failures"] == 0, warm
     else:
-        assert warm.deserialize_failures == 1 and warm.compiles == 1 and warm.errors, warm
+        assert warm["deserialize_failures"] == 1 and warm["compiles"] == 1 and warm["errors"], warm
 
 
 # ------------------------------------------------------------------ the structured-trace contract with torch

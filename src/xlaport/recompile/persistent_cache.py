@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from .. import xla_cpu
+
 __all__ = ["CacheRun", "PersistentCacheCheck", "COUNTERS"]
 
 COUNTERS: tuple[str, ...] = ("PersistentCacheHit", "PersistentCacheMiss", "PersistentCacheDeserializeFailure")
@@ -66,6 +68,10 @@ class PersistentCacheCheck:
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         self._pool = ThreadPoolExecutor(max_workers=1)
         self._jobs: dict[str, Future[CacheRun]] = {}
+        # Every run gets this environment, taken now: the cache key covers XLA's options (XLA_FLAGS among them), so
+        # a run started before the caller's torch_xla had set its flags and one started after would miss each other.
+        self._env = {**os.environ, "PJRT_DEVICE": "CPU"}
+        xla_cpu.configure(self._env)
 
     # ---------------------------------------------------------------- lifecycle
     def __enter__(self) -> PersistentCacheCheck:
@@ -103,9 +109,8 @@ class PersistentCacheCheck:
     def _run(self, label: str) -> CacheRun:
         package_root = str(Path(__file__).resolve().parents[2])
         env = {
-            **os.environ,
-            "PJRT_DEVICE": "CPU",
-            "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH", "")) if p),
+            **self._env,
+            "PYTHONPATH": os.pathsep.join(p for p in (package_root, self._env.get("PYTHONPATH", "")) if p),
         }
         low = (lambda: os.nice(19)) if hasattr(os, "nice") else None
         p = subprocess.run(
