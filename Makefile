@@ -63,10 +63,9 @@ lock: $(STAMP)
 
 LINT_PATHS := src tests scripts _ext
 
+LINT_CMD = $(BIN)/ruff check $(LINT_PATHS) && $(BIN)/ruff format --check $(LINT_PATHS) && $(BIN)/mypy
 lint: $(STAMP)
-	$(BIN)/ruff check $(LINT_PATHS)
-	$(BIN)/ruff format --check $(LINT_PATHS)
-	$(BIN)/mypy
+	$(LINT_CMD)
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix $(LINT_PATHS)
@@ -89,18 +88,21 @@ XDIST = $(if $(filter-out 0 1,$(JOBS)),-n $(JOBS) --dist loadgroup,)
 # --durations: the slowest tests of each phase in the log, where a slow CI run shows where its time went.
 DURATIONS ?= --durations=15 --durations-min=2
 
+UNITS_CMD = $(PY) -m pytest $(XDIST) -m "not built and not notebook" $(DURATIONS) $(PYTEST_ARGS)
 .PHONY: test-units
 test-units: $(STAMP)
-	$(PY) -m pytest $(XDIST) -m "not built and not notebook" $(DURATIONS) $(PYTEST_ARGS)
+	$(UNITS_CMD)
 
 test: $(STAMP)
 	@mkdir -p _build && rm -f _build/test-units.rc
 ifeq ($(filter-out 0 1,$(JOBS)),)
-	$(MAKE) --no-print-directory lint test-units
+	$(LINT_CMD)
+	$(UNITS_CMD)
 	$(PY) -m pytest -m notebook $(PYTEST_ARGS)
 else
 	@echo "lint and the unit and site tests run at nice 19 beside the chapters; their log follows the chapters'"
-	@( nice -n 19 $(MAKE) --no-print-directory lint test-units > _build/test-units.log 2>&1; \
+	@# (no recursive make here: make -n runs any recipe line that names it)
+	@( nice -n 19 bash -eo pipefail -c '$(LINT_CMD) && $(UNITS_CMD)' > _build/test-units.log 2>&1; \
 	   echo $$? > _build/test-units.rc ) & \
 	chapters=0; $(PY) -m pytest -m notebook $(PYTEST_ARGS) || chapters=$$?; \
 	wait; echo "--- lint, unit and site tests (_build/test-units.log) ---"; cat _build/test-units.log; \
