@@ -421,10 +421,26 @@ CASES["distributed-fsdp-chips"] = Case(
 # ------------------------------------------------------------------ audit_your_code
 _RULES = ["cuda-device", "cuda-api", "cuda-amp"]
 _PORTED = (ROOT / "examples" / "audit_exercises" / "ported_step.py").read_text()
+_X_FIRST = (
+    _PORTED.replace("model = torch.nn.Linear(64, 64).to(t.device)\n", "")
+    .replace(
+        't = xlaport.target("auto")\n',
+        't = xlaport.target("auto")\nx = torch.randn(8, 64, device=t.device)\nmodel = torch.nn.Linear(64, 64).to(t.device)\n',
+    )
+    .replace("x = torch.randn(8, 64, device=t.device)\nwith", "with")
+)
 CASES["audit-cuda-api"] = Case(
-    lambda a: X.check_scan_clean(a, _RULES, keep=["backward", "step"], run=True),
+    lambda a: X.check_step_port(a),
     _PORTED,
     {
+        "the learning rate changed": (_PORTED.replace("lr=0.1", "lr=0.01"), "differs from the CUDA step's by 90%"),
+        "another loss": (_PORTED.replace(".square()", ".abs()"), "differs from the CUDA step's"),
+        "the data drawn before the model": (_X_FIRST, "their order"),
+        "two steps for one": (_PORTED + "opt.step()\n", "differs from the CUDA step's"),
+        "the step dropped, its name kept in a comment": (
+            _PORTED.replace("opt.step()", "opt.zero_grad()  # opt.step() later"),
+            "no longer defines or calls step",
+        ),
         "the CUDA step": ("import torch\nx = torch.zeros(2).cuda()\ntorch.cuda.synchronize()\n", "cuda-device"),
         "synchronize left": ("import torch\nx = torch.zeros(2)\ntorch.cuda.synchronize()\n", "cuda-api"),
         "the old GradScaler": ("scaler = torch.cuda.amp.GradScaler()\nx.backward()\nopt.step()\n", "finding"),
@@ -437,7 +453,7 @@ CASES["audit-cuda-api"] = Case(
             _PORTED.replace("with t.autocast():", "with t.autocast(), torch.no_grad():").replace(
                 "loss.backward()", "loss.requires_grad_().backward()"
             ),
-            "no model got gradients",
+            "left the weights unchanged",
         ),
         "a name the port never defines": (_PORTED.replace("t.device", "device"), "does not run on the CPU"),
     },

@@ -8,7 +8,7 @@ from typing import Any
 from ..text import plural
 from .common import ArgumentError, Check, _fail, _none, _ok, guarded, raised
 
-__all__ = ["check_scan_clean", "check_collate", "hidden_documents"]
+__all__ = ["check_scan_clean", "check_step_port", "check_collate", "hidden_documents", "HIDDEN_SEEDS"]
 
 
 def _scan_problem(source: Any, want: set[str], keep: Iterable[str]) -> str | None:
@@ -100,6 +100,78 @@ def check_scan_clean(source: str | None, rules: Iterable[str], keep: Iterable[st
             )
         return _ok(name, f"no {', '.join(sorted(want))} finding left, and the step trains on the CPU target")
     return _ok(name, f"no {', '.join(sorted(want))} finding left")
+
+
+# The seeds check_step_port runs a port with: the chapter never shows a run with them.
+HIDDEN_SEEDS: tuple[int, ...] = (4057, 91)
+STEP_RULES: tuple[str, ...] = ("cuda-device", "cuda-api", "cuda-amp")
+STEP_KEEP: tuple[str, ...] = ("backward", "step")
+
+
+def _cuda_step_on_cpu(seed: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What examples/audit_exercises/cuda_step.py computes, in float32 on the CPU, from ``seed``: the weights before
+    and after its one step (a 64x64 linear layer, SGD at lr 0.1 on the mean square of its output, data drawn after
+    the layer)."""
+    import torch
+
+    torch.manual_seed(seed)
+    model = torch.nn.Linear(64, 64)
+    before = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(8, 64)
+    model(x).square().mean().backward()
+    opt.step()
+    return before, {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+@guarded("step port")
+def check_step_port(source: str | None, seeds: tuple[int, ...] = HIDDEN_SEEDS) -> Check:
+    """``source``, a port of the chapter's CUDA training step, has no ``cuda-device``, ``cuda-api`` or ``cuda-amp``
+    finding left and still calls ``backward`` and ``step``; run on the CPU target from each of ``seeds`` (seeds the
+    chapter never shows), it makes the same update as the CUDA step, computed here in float32 from the same seed: the
+    same model, data, loss, optimiser and learning rate, in the same order. The update may differ by 5% of its size,
+    room for a port that runs the step in bfloat16."""
+    import torch
+
+    name = "step port"
+    if not seeds or not all(isinstance(s, int) for s in seeds):
+        raise ArgumentError(f"seeds must be whole numbers, got {seeds!r}")
+    if source is None:
+        return _none(name)
+    problem = _scan_problem(source, set(STEP_RULES), STEP_KEEP)
+    if problem:
+        return _fail(name, problem)
+    for seed in seeds:
+        before, want = _cuda_step_on_cpu(seed)
+        torch.manual_seed(seed)
+        try:
+            ns = _run_on_cpu(source)
+        except Exception as e:
+            return _fail(name, f"the scan is clean, but the port does not run on the CPU: {raised(e, 'it')}")
+        modules = [v for v in ns.values() if isinstance(v, torch.nn.Module)]
+        if not modules:
+            return _fail(name, "the port leaves no model behind (keep the CUDA step's `model`)")
+        got = {k: v.detach().float().cpu() for k, v in modules[0].state_dict().items()}
+        if set(got) != set(want) or any(got[k].shape != want[k].shape for k in want):
+            shapes = {k: tuple(v.shape) for k, v in got.items()}
+            return _fail(name, f"the port's model is not the CUDA step's 64x64 linear layer: {shapes}")
+        step = torch.cat([(want[k] - before[k]).flatten() for k in sorted(want)])
+        mine = torch.cat([(got[k] - before[k]).flatten() for k in sorted(want)])
+        if not bool(mine.abs().sum() > 0):
+            return _fail(name, f"from seed {seed} (one you did not see) the port's step left the weights unchanged")
+        off = float((mine - step).norm() / step.norm())
+        if off > 0.05:
+            return _fail(
+                name,
+                f"from seed {seed} (one you did not see) the port's update differs from the CUDA step's by "
+                f"{off:.0%} of its size: keep its model, data, loss, optimiser, learning rate and their order; "
+                "change only where it runs",
+            )
+    return _ok(
+        name,
+        f"no {', '.join(STEP_RULES)} finding left, and from {plural(len(seeds), 'unseen seed')} the port's step "
+        "updates the weights as the CUDA step does",
+    )
 
 
 def hidden_documents() -> list[list[Any]]:
