@@ -112,11 +112,14 @@ def run_chapter(nb: Path, work: Path, guard_dir: Path, timeout: int, lock: str |
     if lock:  # time spent waiting for the lock is not the chapter's: papermill records each cell's duration
         seconds = _executed_seconds(out, seconds)
     records = [json.loads(p.read_text()) for p in log.glob("*.json")]
+    raised = _cell_error(out)
+    if not ok and raised:
+        err = raised
     return {
         "chapter": nb.stem,
         "passed": ok,
         # stopped by its own banner's check (xlaport.CannotRunHere): a need the CPU path cannot meet, said in one line
-        "declared": not ok and "CannotRunHere" in err,
+        "declared": not ok and err.startswith("CannotRunHere:"),
         "error": "" if ok else err,
         "seconds": round(seconds, 1),
         "libtpu_loaded": any(r["libtpu"] for r in records),
@@ -147,6 +150,19 @@ def _executed_seconds(out: Path, default: float) -> float:
         return default
     durations = [c.get("metadata", {}).get("papermill", {}).get("duration") for c in nb.get("cells", [])]
     return float(sum(d for d in durations if isinstance(d, (int, float)))) or default
+
+
+def _cell_error(out: Path) -> str:
+    """The exception a cell of the executed copy raised, as "Name: message" (cut to 300 characters), or ""."""
+    try:
+        nb = json.loads(out.read_text())
+    except (OSError, ValueError):
+        return ""
+    for cell in nb.get("cells", []):
+        for o in cell.get("outputs", []):
+            if o.get("output_type") == "error":
+                return f"{o.get('ename', '')}: {o.get('evalue', '')}"[:300]
+    return ""
 
 
 def _first_error(stderr: str) -> str:

@@ -254,6 +254,9 @@ def test_probe_result_verdicts() -> None:
     assert (r.compiles, r.shapes, r.repeat_compiles) == (3, 1, 1) and "depends on the data" in r.verdict()
     clean = ProbeResult("m.py:f", "tpu", calls=[calls[0], ProbeCall(1, 2, "4x8", 0, 0.0, 0.0, False)])
     assert clean.repeat_compiles == 0 and "compiled nothing" in clean.verdict()
+    # on a target without a compile counter (the CPU path of a TPU VM) zeros are not "compiled nothing"
+    uncounted = ProbeResult("m.py:f", "auto", calls=[ProbeCall(0, 1, "4x8", 0, 0.0, 0.0, True)], counts_compiles=False)
+    assert "compiles not counted" in uncounted.verdict() and "compiled nothing" not in uncounted.verdict()
     assert parse_probe("4x8; 4x8:bool") == ["4x8", "4x8:bool"]
     with pytest.raises(ValueError, match="bad --probe"):
         parse_probe(" ; ")

@@ -43,6 +43,7 @@ class ProbeResult:
     calls: list[ProbeCall] = field(default_factory=list)
     error: str | None = None
     seconds: float = 0.0
+    counts_compiles: bool = True  # False where the target has no compile counter (the plain CPU target)
 
     @property
     def compiles(self) -> int:
@@ -65,6 +66,11 @@ class ProbeResult:
         errors = [c for c in self.calls if c.error]
         if errors:
             return f"{len(errors)} of {len(self.calls)} calls failed on {self.target}: {errors[0].error}"
+        if not self.counts_compiles:
+            return (
+                f"{plural(len(self.calls), 'call')} ran; compiles not counted: the target here has no compile counter "
+                "(a CPU without torch_xla); run the probe on an emulated or real tpu or neuron"
+            )
         if self.repeat_compiles:
             return (
                 f"{plural(self.compiles, 'program')} for {plural(self.shapes, 'input shape')}; {self.repeat_compiles} "
@@ -82,6 +88,7 @@ class ProbeResult:
             "seconds": round(self.seconds, 2),
             "compiles": self.compiles,
             "repeat_compiles": self.repeat_compiles,
+            "counts_compiles": self.counts_compiles,
             "verdict": self.verdict(),
             "calls": [c.__dict__ for c in self.calls],
         }
@@ -149,6 +156,7 @@ def run_probe(
     res.banner = answer.get("banner", "")
     res.error = answer.get("error")
     res.calls = [ProbeCall(**c) for c in answer.get("calls", [])]
+    res.counts_compiles = bool(answer.get("counts_compiles", True))
     return res
 
 
@@ -172,6 +180,7 @@ def main() -> int:
         torch.manual_seed(int(req["seed"]))
         t = xlaport.target(req["target"])
         out["banner"] = t.banner()
+        out["counts_compiles"] = t.compiles() is not None
         entry = load_entry(req["entry"])
         fn = entry.fn
         if fn is None:
