@@ -415,11 +415,40 @@ def test_colab_link_opens_this_notebook(browser: Browser, site: str, page: str) 
 STOP = {"the", "and", "with", "from", "into", "your", "that", "what", "when", "where", "under", "over", "a", "of", "to"}
 
 
-@site_only
-@pytest.mark.parametrize("page", _chapters())
-def test_search_finds_each_chapter(browser: Browser, site: str, page: str) -> None:
+def _search_words(browser: Browser, site: str, page: str) -> tuple[str, list[str]]:
     title = loaded(browser, site, page, DESKTOP)["h1"].strip().rstrip("#").strip()
     words = [w for w in re.findall(r"[A-Za-z][A-Za-z0-9_-]{3,}", title.split(":")[0]) if w.lower() not in STOP][:3]
+    return title, words
+
+
+@pytest.fixture(scope="module")
+def search_page(browser: Browser, site: str) -> Iterator[Page]:
+    """The site's search page, its index loaded: the per-chapter searches below run Sphinx's own search engine
+    (searchtools.js, the code the page's search box calls) in it, one page load for all of them."""
+    context = browser.new_context(viewport=DESKTOP)
+    p = context.new_page()
+    p.goto(f"{site}/search.html", wait_until="load")
+    p.wait_for_function("() => typeof Search !== \"undefined\" && Search.hasIndex()", timeout=30_000)
+    yield p
+    context.close()
+
+
+SEARCH_JS = "(q) => Search._performSearch(...Search._parseQuery(q)).map(r => r[0])"
+
+
+@site_only
+@pytest.mark.parametrize("page", _chapters())
+def test_search_finds_each_chapter(browser: Browser, site: str, search_page: Page, page: str) -> None:
+    title, words = _search_words(browser, site, page)
+    docnames = search_page.evaluate(SEARCH_JS, " ".join(words))
+    assert page.removesuffix(".html") in docnames, f"search for {words!r} (from {title!r}) misses {page}: {docnames}"
+
+
+@site_only
+def test_search_box_lists_a_chapter(browser: Browser, site: str) -> None:
+    """The search page as a reader uses it (the query in the URL, results drawn one by one): it lists the chapter."""
+    page = "notebooks/recompile_storms.html"
+    title, words = _search_words(browser, site, page)
     context = browser.new_context(viewport=DESKTOP)
     p = context.new_page()
     p.goto(f"{site}/search.html?q={'+'.join(words)}", wait_until="load")
