@@ -102,8 +102,8 @@ ifeq ($(filter-out 0 1,$(JOBS)),)
 else
 	@echo "lint and the unit and site tests run at nice 19 beside the chapters; their log follows the chapters'"
 	@# (no recursive make here: make -n runs any recipe line that names it)
-	@( nice -n 19 bash -eo pipefail -c '$(LINT_CMD) && $(UNITS_CMD)' > _build/test-units.log 2>&1; \
-	   echo $$? > _build/test-units.rc ) & \
+	@( rc=0; nice -n 19 bash -eo pipefail -c '$(LINT_CMD) && $(UNITS_CMD)' > _build/test-units.log 2>&1 || rc=$$?; \
+	   echo $$rc > _build/test-units.rc ) & \
 	chapters=0; $(PY) -m pytest -m notebook $(PYTEST_ARGS) || chapters=$$?; \
 	wait; echo "--- lint, unit and site tests (_build/test-units.log) ---"; cat _build/test-units.log; \
 	units=$$(cat _build/test-units.rc); echo "chapters: exit $$chapters; lint, unit and site tests: exit $$units"; \

@@ -428,7 +428,7 @@ def search_page(browser: Browser, site: str) -> Iterator[Page]:
     context = browser.new_context(viewport=DESKTOP)
     p = context.new_page()
     p.goto(f"{site}/search.html", wait_until="load")
-    p.wait_for_function("() => typeof Search !== \"undefined\" && Search.hasIndex()", timeout=30_000)
+    p.wait_for_function('() => typeof Search !== "undefined" && Search.hasIndex()', timeout=30_000)
     yield p
     context.close()
 
