@@ -26,6 +26,7 @@ __all__ = [
     "TpuChip",
     "tpu_chips",
     "torch_tpu_autoloaded",
+    "torch_xla_importable",
     "AUTOLOAD_SWITCH",
     "neuron_devices",
     "neuron_importable",
@@ -113,6 +114,12 @@ def torch_tpu_autoloaded(pci: str | os.PathLike[str] | None = None) -> bool:
 def neuron_devices(dev: str | os.PathLike[str] = "/dev") -> list[str]:
     """Neuron device nodes (``/dev/neuron0`` ...) present on this machine."""
     return sorted(glob.glob(os.path.join(os.fspath(dev), "neuron[0-9]*")))
+
+
+def torch_xla_importable() -> bool:
+    """Whether torch_xla (the emulator's backend) is installed (checked without importing it); a TorchTPU or
+    TorchNeuron environment has none."""
+    return importlib.util.find_spec("torch_xla") is not None
 
 
 def neuron_importable() -> bool:

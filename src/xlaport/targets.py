@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata
-import importlib.util
 import os
 import platform
 import warnings
@@ -143,7 +142,7 @@ class Target:
             if need == "compiler":
                 met = self.on_xla or (not self.emulated and self.device.type in ("tpu", "neuron"))
             else:
-                met = importlib.util.find_spec("torch_xla") is not None
+                met = detect.torch_xla_importable()
             if not met:
                 out[need] = f"it needs {NEEDS[need]}; {why}; here the target is {self.device} ({self.kind})"
         return out

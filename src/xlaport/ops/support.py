@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
 import tomllib
 from collections.abc import Sequence
@@ -22,7 +21,7 @@ from typing import Any
 
 import torch
 
-from .. import xla_cpu
+from .. import detect, xla_cpu
 from ..reference import data_text
 from .trace import normalise
 
@@ -80,7 +79,7 @@ def tables_here(targets: Sequence[str] = COVERAGE_TARGETS) -> tuple[str, ...]:
     for t in targets:
         if t not in COVERAGE_TARGETS:
             raise ValueError(f"no op-support table for target {t!r}; choose from: {', '.join(COVERAGE_TARGETS)}")
-    has_xla = importlib.util.find_spec("torch_xla") is not None
+    has_xla = detect.torch_xla_importable()
     return tuple(t for t in targets if t != "xla" or has_xla)
 
 
