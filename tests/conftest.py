@@ -11,12 +11,14 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 import yaml
@@ -87,21 +89,69 @@ def _chapter_budget(item: pytest.Item) -> float:
     return float(meta.get("xlaport", {}).get("budget_s", 0))
 
 
+# === pytest -n N --dist loadgroup: which tests share a worker =====================================================
+# make test runs the unit, site and browser tests on pytest-xdist workers. A module's tests share its fixtures (a
+# subprocess that runs a checker on XLA, a converted edition), and the browser tests of one page share one load of it
+# (tests/site/test_browser.py), so each module, and each page of the built site, is one unit of work on one worker.
+#
+# xdist's own loadgroup reads ``xdist_group`` marks by appending "@group" to a test's node id; from pytest 9.2 on that
+# assignment no longer changes the id (https://github.com/pytest-dev/pytest-xdist/issues/1386), so the groups were
+# silently ignored and every module fixture and page load ran once per worker. The scheduler below reads the unit of
+# work from the node id itself, which works with any pytest.
+
+BROWSER_MODULE = "tests/site/test_browser.py"
+_PAGE_IN_ID = re.compile(r"\[([^\[\]]*?\.html)")
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit of work a test belongs to: its module, or, for a browser test of a built page, that page."""
+    module, _, rest = nodeid.partition("::")
+    page = _PAGE_IN_ID.search(rest) if module == BROWSER_MODULE else None
+    return f"{module}::{page.group(1)}" if page else module
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup``: whole units of work (:func:`work_unit`) to a worker, in the order collected (the
+    costliest first, see :func:`pytest_collection_modifyitems`), a new unit as a worker runs out."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByWorkUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    config.option.loadscopereorder = False  # keep the order below, not the largest count of tests first
+    return ByWorkUnit(config, log)
+
+
+def _unit_cost(items: list[pytest.Item]) -> float:
+    """A rough cost of a unit of work, to start the costliest first: a fresh interpreter (about 6 s: torch and
+    torch_xla imported again) dominates; a page of the built site costs about the same whatever its tests."""
+    return sum(6.0 if item.get_closest_marker("subprocess") else 0.05 for item in items)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "fresh_python" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.subprocess)
-    # `pytest -n 2 --dist loadgroup` (make test's unit, site and browser tests): each module's tests go to one worker,
-    # so its fixtures are set up once, not once per worker; the browser tests of one page go to one worker, which
-    # loads that page once for all of them (tests/site/test_browser.py), and the pages spread over the workers. The
-    # chapters (make test runs them one at a time) come first, shortest budget first.
+    # The chapters (make test runs them one at a time, not on workers) come first, shortest budget first; then the
+    # units of work, costliest first, so that the last unit a worker starts is a short one. The sort is stable:
+    # within a unit the tests keep their order.
     budgets = {id(item): _chapter_budget(item) for item in items}
+    units: dict[str, list[pytest.Item]] = {}
     for item in items:
-        module = item.nodeid.split("::")[0]
-        page = getattr(item, "callspec", None) and item.callspec.params.get("page")  # type: ignore[attr-defined]
-        group = "chapters" if budgets[id(item)] else f"{module}::{page}" if isinstance(page, str) else module
-        item.add_marker(pytest.mark.xdist_group(group))
-    items.sort(key=lambda item: (not budgets[id(item)], budgets[id(item)]))
+        units.setdefault(work_unit(item.nodeid), []).append(item)
+    cost = {name: _unit_cost(members) for name, members in units.items()}
+    order = {name: i for i, name in enumerate(units)}
+    items.sort(
+        key=lambda item: (
+            not budgets[id(item)],
+            budgets[id(item)],
+            -cost[work_unit(item.nodeid)],
+            order[work_unit(item.nodeid)],
+        )
+    )
 
 
 def toc_files(root: Path = ROOT) -> set[str]:
