@@ -17,6 +17,11 @@ REQHASH := $(shell cat requirements.lock pyproject.toml | sha256sum | cut -c1-16
 STAMP  := $(VENV)/.installed-$(REQHASH)
 PORT   ?= 8000
 PYTEST_ARGS ?=
+# Every Python that make starts writes the bytecode of what it imports (__pycache__ in .venv, src and tests; pytest
+# keeps its rewritten test modules there too). Where PYTHONDONTWRITEBYTECODE is set, as on our CI machines, nothing
+# is kept, and every interpreter compiled torch and torch_xla from source again: 'import torch' plus a target took
+# 15 s instead of 6, in every chapter and every test subprocess.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: help venv lock lint format test test-params unit notebooks editions editions-run site book browser verify serve clean
 
@@ -42,13 +47,11 @@ $(STAMP): requirements.lock pyproject.toml
 	@# of pip's 5 on 2 cores. Where uv cannot reach the package index, pip installs the same lock.
 	awk '/^uv==/{f=1} f{print} f && !/\\$$/{exit}' requirements.lock > $(VENV)/uv-requirement.txt
 	$(PY) -m pip install --quiet --progress-bar off --require-hashes --no-deps -r $(VENV)/uv-requirement.txt
-	@# --compile-bytecode: uv, unlike pip, leaves no .pyc behind, and where PYTHONDONTWRITEBYTECODE is set (as on
-	@# our CI machines) every interpreter then compiles torch and torch_xla from source again: 'import torch' plus
-	@# a target took 15 s instead of 6, in every chapter and every test subprocess. Compiling once costs about 40 s.
-	$(BIN)/uv pip install --python $(PY) --require-hashes --compile-bytecode -r requirements.lock \
+	@# No --compile-bytecode: compiling all 18,000 modules took about 40 s; Python compiles the ones it imports, once
+	@# (see PYTHONDONTWRITEBYTECODE above).
+	$(BIN)/uv pip install --python $(PY) --require-hashes -r requirements.lock \
 	  || $(PY) -m pip install --progress-bar off --require-hashes -r requirements.lock
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
-	$(PY) -m compileall -q src
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
