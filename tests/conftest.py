@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import json
 import os
@@ -29,6 +30,11 @@ SCRIPTS = str(ROOT / "scripts")
 
 Runner = Callable[..., subprocess.CompletedProcess[str]]
 
+# The environment fresh interpreters start from: this process's as the session began. Tests that run in this
+# process import modules that set variables of their own (torch_xla sets XLA_FLAGS and JAX_PLATFORMS, Inductor its
+# cache directory); a child that inherited them would depend on which tests ran before it on the same worker.
+_SESSION_ENV = dict(os.environ)
+
 
 def script(name: str) -> ModuleType:
     """Import ``scripts/<name>.py`` as the module ``name`` (the scripts import one another by name)."""
@@ -45,19 +51,24 @@ def run_python(
     unset: Sequence[str] = (),
     timeout: float = 300,
     check: bool = True,
+    fork: bool = False,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``code`` (dedented) with ``python -c``, or ``python -m MODULE ARGS...``, in a fresh interpreter.
 
-    The child sees this checkout's ``src`` first on ``PYTHONPATH``, ``PJRT_DEVICE=CPU`` and the emulator's
-    ``XLA_FLAGS`` (:mod:`xlaport.xla_cpu`) unless ``env`` says otherwise; ``unset`` removes variables. With ``check`` a non-zero exit fails the test with the
-    tail of stderr.
+    The child starts from the environment of the session's start (:data:`_SESSION_ENV`, not what tests in this
+    process have set since) and sees this checkout's ``src`` first on ``PYTHONPATH``, ``PJRT_DEVICE=CPU`` and the
+    emulator's ``XLA_FLAGS`` (:mod:`xlaport.xla_cpu`) unless ``env`` says otherwise; ``unset`` removes variables. With
+    ``check`` a non-zero exit fails the test with the tail of stderr. ``fork``: for code that imports torch_xla
+    first thing, a fork of an interpreter that has already imported torch and torch_xla (tests/forkserver.py),
+    which saves the 6 s import; under any other environment than the default, a fresh interpreter as without it.
     """
     if (code is None) == (not module):
         raise ValueError("give either code or module, not both")
     child = {
-        **os.environ,
+        **_SESSION_ENV,
+        **{k: os.environ[k] for k in ("PYTEST_CURRENT_TEST",) if k in os.environ},
         "PJRT_DEVICE": "CPU",
-        "PYTHONPATH": os.pathsep.join(p for p in (SRC, os.environ.get("PYTHONPATH")) if p),
+        "PYTHONPATH": os.pathsep.join(p for p in (SRC, _SESSION_ENV.get("PYTHONPATH")) if p),
     }
     from xlaport import xla_cpu  # torch-free
 
@@ -66,10 +77,32 @@ def run_python(
     for name in unset:
         child.pop(name, None)
     argv = [sys.executable, "-c", textwrap.dedent(code)] if code is not None else [sys.executable, "-m", *module]
-    out = subprocess.run(argv, capture_output=True, text=True, env=child, timeout=timeout)
+    out = _forked(argv[2], child, timeout) if fork and code is not None else None
+    if out is None:
+        out = subprocess.run(argv, capture_output=True, text=True, env=child, timeout=timeout)
     if check and out.returncode != 0:
         pytest.fail(f"fresh interpreter exited {out.returncode}:\n{out.stderr[-3000:]}", pytrace=False)
     return out
+
+
+_FORK_SERVERS: list[Any] = []  # at most one: the server of this process's default child environment
+
+
+def _forked(code: str, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str] | None:
+    """``code`` run in a fork of this process's fork server (started on first use, under ``env``), or None when
+    the server cannot stand for a fresh interpreter under ``env`` (the caller then starts one)."""
+    from forkserver import ForkServer, ForkServerError
+
+    if _FORK_SERVERS and not _FORK_SERVERS[0].alive():
+        _FORK_SERVERS.pop().close()
+    if not _FORK_SERVERS:
+        _FORK_SERVERS.append(ForkServer(env))
+        atexit.register(_FORK_SERVERS[0].close)
+    try:
+        child = _FORK_SERVERS[0].child_env(env)
+        return None if child is None else _FORK_SERVERS[0].run(code, child, timeout)
+    except ForkServerError:
+        return None
 
 
 @pytest.fixture

@@ -167,7 +167,9 @@ def test_tied_weights_and_matmul_precision_on_xla(fresh_python: Any) -> None:
         except ValueError as e:
             print("NORULE", e)
     """
-    out = {line.split(" ", 1)[0]: line for line in fresh_python(code).stdout.splitlines() if line[:1].isupper()}
+    out = {
+        line.split(" ", 1)[0]: line for line in fresh_python(code, fork=True).stdout.splitlines() if line[:1].isupper()
+    }
     assert out["PLAIN"].startswith("PLAIN fail") and "2 tensors" in out["PLAIN"], out["PLAIN"]
     assert out["RETIE"].startswith("RETIE pass") and "on xla" in out["RETIE"], out["RETIE"]
     assert out["DEFAULT"].startswith("DEFAULT fail") and "'default' is the target's default" in out["DEFAULT"]

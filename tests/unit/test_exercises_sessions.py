@@ -325,7 +325,7 @@ print(json.dumps(out))
 @pytest.fixture(scope="module")
 def on_xla() -> dict[str, Any]:
     here = Path(__file__).resolve().parent
-    out = run_python(XLA_CODE.format(unit=str(here), tests=str(here.parent)), timeout=600)
+    out = run_python(XLA_CODE.format(unit=str(here), tests=str(here.parent)), timeout=600, fork=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -97,7 +97,7 @@ def test_xla_counts_compiles_executions_and_fallbacks(fresh_python: Runner) -> N
         s3 = metrics.snapshot(wait=True)
         print(json.dumps([s1.delta(s0).as_dict(), s2.delta(s1).as_dict(), s3.delta(s2).fallbacks]))
     """
-    first, again, fallbacks = json.loads(fresh_python(code, timeout=300).stdout.strip().splitlines()[-1])
+    first, again, fallbacks = json.loads(fresh_python(code, timeout=300, fork=True).stdout.strip().splitlines()[-1])
     assert first["backend"] == "xla" and first["compiles"] == 1 and first["executions"] == 1, first
     assert first["compile_s"] > 0
     assert again["compiles"] == 0 and again["executions"] == 1, again

@@ -201,8 +201,8 @@ def test_missing_op_rule_is_in_the_profile_with_a_source() -> None:
 
 
 # ---------------------------------------------------------------- torch_xla (subprocess)
-def _run_py(fresh_python: Runner, code: str) -> str:
-    return fresh_python(code, timeout=600).stdout
+def _run_py(fresh_python: Runner, code: str, fork: bool = False) -> str:
+    return fresh_python(code, timeout=600, fork=fork).stdout
 
 
 def test_emulated_tpu_raises_torchtpus_error_then_falls_back_for_real(fresh_python: Runner) -> None:
@@ -245,6 +245,7 @@ def test_emulated_tpu_raises_torchtpus_error_then_falls_back_for_real(fresh_pyth
         print("KERNEL-FALLBACKS", seen == set(ops.XLA_KERNELS_THAT_FALL_BACK), sorted(seen))
         print("XLA-NONZERO", ops.coverage(["aten::nonzero"], "xla")["aten::nonzero"].status)
     """,
+        fork=True,
     )
     assert "RAISED operator 'aten::unique_dim' is not implemented for TPU. Please file a feature request" in out
     assert "VALUES [[1, 2], [3, 4]]" in out

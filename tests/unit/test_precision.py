@@ -131,7 +131,7 @@ def test_emulation_on_xla(fresh_python: Runner) -> None:
         out["ops"] = list(P.emulated_ops())
         print(json.dumps(out))
     """
-    res = json.loads(fresh_python(code, timeout=300).stdout.strip().splitlines()[-1])
+    res = json.loads(fresh_python(code, timeout=300, fork=True).stdout.strip().splitlines()[-1])
     for mode in ("default", "high", "highest"):
         for op in ("mm", "addmm", "bmm", "einsum"):
             assert res[mode][op] < 1e-5, (mode, op, res[mode][op])

@@ -23,9 +23,9 @@ from xlaport.recompile import (
 )
 
 
-def _run(fresh_python: Runner, code: str, timeout: int = 240) -> dict:
-    """Run ``code`` in a fresh interpreter; its last stdout line is JSON."""
-    return json.loads(fresh_python(code, timeout=timeout).stdout.strip().splitlines()[-1])
+def _run(fresh_python: Runner, code: str, timeout: int = 240, fork: bool = False) -> dict:
+    """Run ``code`` in a fresh interpreter (``fork``: see conftest.run_python); its last stdout line is JSON."""
+    return json.loads(fresh_python(code, timeout=timeout, fork=fork).stdout.strip().splitlines()[-1])
 
 
 # ------------------------------------------------------------------ reason parsing
@@ -226,6 +226,7 @@ def test_xla_lazy_and_openxla(fresh_python: Runner) -> None:
                                   kinds=[r.kinds for r in mon.records], reasons=[r.reasons for r in mon.records])
         print(json.dumps(res))
         """,
+        fork=True,
     )
     lz = out["lazy"]
     assert lz["source"] == "xla" and lz["per_step"] == [1, 1, 0, 1, 0] and lz["distinct"] == 3
@@ -366,6 +367,7 @@ def test_persistent_cache_check_really_compiles_and_writes(fresh_python: Runner)
             cold, warm = check.result("cold"), check.result("warm")
         print(json.dumps({"cold": cold.__dict__, "warm": warm.__dict__, "flags": os.environ["XLA_FLAGS"]}))
         """,
+        fork=True,
     )
     cold, warm = r["cold"], r["warm"]
     assert "--xla_backend_optimization_level=0" in r["flags"]  # the target did change this process's environment

@@ -168,7 +168,7 @@ def test_emulated_target_really_compiles_on_xla(fresh_python: Runner) -> None:
         print("compiles", t.compiles() - before, t.device.type)
         """
     )
-    out = fresh_python(code)
+    out = fresh_python(code, fork=True)
     line = next(ln for ln in out.stdout.splitlines() if ln.startswith("compiles"))
     n, dev = int(line.split()[1]), line.split()[2]
     assert dev == "xla" and n >= 2, line  # shapes 4 and 8 need two programs
@@ -196,7 +196,7 @@ def test_emulated_sync_runs_the_pending_graph(fresh_python: Runner) -> None:
         print("result", pending, runs1 - runs0, runs2 - runs1, value, done, xlaport.target("cpu").executions())
         """
     )
-    out = fresh_python(code)
+    out = fresh_python(code, fork=True)
     line = next(ln for ln in out.stdout.splitlines() if ln.startswith("result")).split()
     assert line[1] == "True", out.stdout  # before sync: y was a pending lazy graph
     assert int(line[2]) == 1, out.stdout  # sync executed exactly that graph

@@ -218,7 +218,7 @@ def test_sweep_on_emulated_tpu(fresh_python: Runner) -> None:
         out = {x.model: x.as_dict(0.5) for x in r.results}
         print(json.dumps(out))
     """
-    res = json.loads(fresh_python(code, timeout=600).stdout.strip().splitlines()[-1])
+    res = json.loads(fresh_python(code, timeout=600, fork=True).stdout.strip().splitlines()[-1])
     llama, gpt2 = res["llama"], res["gpt2"]
     for r in (llama, gpt2):
         assert r["precision"] == "default"
