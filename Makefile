@@ -79,12 +79,12 @@ unit: $(STAMP)
 	$(PY) -m pytest tests/unit -m "not subprocess" $(PYTEST_ARGS)
 
 # The chapters, executed once each into _build/executed, one at a time, each timed in wall time against its budget;
-# beside them, at the lowest CPU priority (nice 19), lint and the unit and site tests (pytest-xdist, JOBS processes:
-# default the machine's cores, at most 4; each module's tests on one worker, so its fixtures are set up once): they
-# run on the CPU a chapter leaves idle and yield it when the chapter wants it, so a chapter's time stays its own. Their
-# log is printed when the chapters are done (and kept in _build/test-units.log). Then the strict site build from the
-# executed copies, then what reads the build (marker `built`: every page in a real browser, the reader editions of
-# this run's chapters) on every core. JOBS=1: one pytest process at a time, nothing beside the chapters.
+# beside them, at the lowest CPU priority (nice 19, in a session of their own: scripts/lowest_priority.sh says why),
+# lint and the unit and site tests (pytest-xdist, JOBS processes: default the machine's cores, at most 4; each
+# module's tests on one worker, so its fixtures are set up once): they run on the CPU a chapter leaves idle and yield
+# it when the chapter wants it, so a chapter's time stays its own. Their log is printed when the chapters are done
+# (and kept in _build/test-units.log). Then the strict site build from the executed copies, then what reads the
+# build (marker `built`: every page in a real browser, the reader editions of this run's chapters) on every core. JOBS=1: one pytest process at a time, nothing beside the chapters.
 JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n < 4 ? n : 4 )))
 XDIST = $(if $(filter-out 0 1,$(JOBS)),-n $(JOBS) --dist loadgroup,)
 
@@ -105,7 +105,7 @@ ifeq ($(filter-out 0 1,$(JOBS)),)
 else
 	@echo "lint and the unit and site tests run at nice 19 beside the chapters; their log follows the chapters'"
 	@# (no recursive make here: make -n runs any recipe line that names it)
-	@( rc=0; nice -n 19 bash -eo pipefail -c '$(LINT_CMD) && $(UNITS_CMD)' > _build/test-units.log 2>&1 || rc=$$?; \
+	@( rc=0; scripts/lowest_priority.sh bash -eo pipefail -c '$(LINT_CMD) && $(UNITS_CMD)' > _build/test-units.log 2>&1 || rc=$$?; \
 	   echo $$rc > _build/test-units.rc ) & \
 	chapters=0; $(PY) -m pytest -m notebook $(PYTEST_ARGS) || chapters=$$?; \
 	wait; echo "--- lint, unit and site tests (_build/test-units.log) ---"; cat _build/test-units.log; \
