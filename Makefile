@@ -82,9 +82,10 @@ unit: $(STAMP)
 # beside them, at the lowest CPU priority (nice 19, in a session of their own: scripts/lowest_priority.sh says why),
 # lint and the unit and site tests (pytest-xdist, JOBS processes: default the machine's cores, at most 4; each
 # module's tests on one worker, so its fixtures are set up once): they run on the CPU a chapter leaves idle and yield
-# it when the chapter wants it, so a chapter's time stays its own. Their log is printed when the chapters are done
-# (and kept in _build/test-units.log). Then the strict site build from the executed copies, then what reads the
-# build (marker `built`: every page in a real browser, the reader editions of this run's chapters) on every core. JOBS=1: one pytest process at a time, nothing beside the chapters.
+# it when the chapter wants it, so a chapter's time stays its own. After the chapters, the strict site build from the
+# executed copies, then what reads the build (marker `built`: every page in a real browser, the reader editions of
+# this run's chapters) on every core, while lint and the unit tests finish at their low priority; their log comes
+# last (and stays in _build/test-units.log). JOBS=1: one pytest process at a time, nothing beside another.
 JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n < 4 ? n : 4 )))
 XDIST = $(if $(filter-out 0 1,$(JOBS)),-n $(JOBS) --dist loadgroup,)
 
@@ -92,6 +93,7 @@ XDIST = $(if $(filter-out 0 1,$(JOBS)),-n $(JOBS) --dist loadgroup,)
 DURATIONS ?= --durations=15 --durations-min=2
 
 UNITS_CMD = $(PY) -m pytest $(XDIST) -m "not built and not notebook" $(DURATIONS) $(PYTEST_ARGS)
+BUILT_CMD = XLAPORT_SITE_DIR=$(CURDIR)/_build/html $(PY) -m pytest $(XDIST) -m built -q -p no:cacheprovider $(DURATIONS) $(PYTEST_ARGS)
 .PHONY: test-units
 test-units: $(STAMP)
 	$(UNITS_CMD)
@@ -102,18 +104,22 @@ ifeq ($(filter-out 0 1,$(JOBS)),)
 	$(LINT_CMD)
 	$(UNITS_CMD)
 	$(PY) -m pytest -m notebook $(PYTEST_ARGS)
+	$(PY) scripts/build_site.py
+	$(BUILT_CMD)
 else
-	@echo "lint and the unit and site tests run at nice 19 beside the chapters; their log follows the chapters'"
+	@echo "lint and the unit and site tests run at the lowest priority beside the chapters, the site build and the"
+	@echo "browser tests; their log comes last"
 	@# (no recursive make here: make -n runs any recipe line that names it)
 	@( rc=0; scripts/lowest_priority.sh bash -eo pipefail -c '$(LINT_CMD) && $(UNITS_CMD)' > _build/test-units.log 2>&1 || rc=$$?; \
 	   echo $$rc > _build/test-units.rc ) & \
-	chapters=0; $(PY) -m pytest -m notebook $(PYTEST_ARGS) || chapters=$$?; \
+	rc=0; $(PY) -m pytest -m notebook $(PYTEST_ARGS) || rc=$$?; \
+	if [ $$rc = 0 ]; then $(PY) scripts/build_site.py || rc=$$?; fi; \
+	if [ $$rc = 0 ]; then $(BUILT_CMD) || rc=$$?; fi; \
 	wait; echo "--- lint, unit and site tests (_build/test-units.log) ---"; cat _build/test-units.log; \
-	units=$$(cat _build/test-units.rc); echo "chapters: exit $$chapters; lint, unit and site tests: exit $$units"; \
-	test "$$chapters" = 0 && test "$$units" = 0
+	units=$$(cat _build/test-units.rc); \
+	echo "chapters, site build and browser tests: exit $$rc; lint, unit and site tests: exit $$units"; \
+	test "$$rc" = 0 && test "$$units" = 0
 endif
-	$(PY) scripts/build_site.py
-	XLAPORT_SITE_DIR=$(CURDIR)/_build/html $(PY) -m pytest $(XDIST) -m built -q -p no:cacheprovider $(DURATIONS) $(PYTEST_ARGS)
 
 # The built site in the system Chromium (tests/site/test_browser.py): every page, search, tabs, Colab links, and a
 # phone-width screenshot of every chapter into _build/screenshots/. Skips with one line where Chromium is missing.

@@ -9,8 +9,10 @@
 # equally. In a session of its own whose group is niced to 19 too, the tests get only the CPU a chapter leaves idle.
 # Where there is no setsid or no autogroup, this is plain `nice -n 19`.
 set -e
-if [ -z "${XLAPORT_LOWEST_PRIORITY:-}" ] && command -v setsid >/dev/null 2>&1; then
-  XLAPORT_LOWEST_PRIORITY=1 exec setsid --wait "$0" "$@"
+if [ "${1:-}" = --in-own-session ]; then
+  shift
+elif command -v setsid >/dev/null 2>&1; then
+  exec setsid --wait "$0" --in-own-session "$@"
 fi
 echo 19 > /proc/self/autogroup 2>/dev/null || true
 exec nice -n 19 "$@"

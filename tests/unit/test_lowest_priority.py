@@ -25,6 +25,18 @@ def test_the_command_runs_at_nice_19_in_a_session_and_cpu_group_of_its_own() -> 
         assert out.stdout.rstrip().endswith("nice 19"), out.stdout
 
 
+def test_nested_it_still_starts_a_session_of_its_own() -> None:
+    """make test's unit tests themselves run under the script; a call inside them gets its own session again."""
+    out = subprocess.run(
+        [str(SCRIPT), str(SCRIPT), "bash", "-c", "echo $(ps -o sid= -p $PPID) $(ps -o sid= -p $$)"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    outer, inner = out.stdout.split()
+    assert outer != inner, out.stdout
+
+
 def test_the_exit_status_and_output_are_the_commands() -> None:
     out = _run("echo out; echo err >&2; exit 3")
     assert (out.returncode, out.stdout, out.stderr) == (3, "out\n", "err\n")
