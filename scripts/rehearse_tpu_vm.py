@@ -109,10 +109,11 @@ def run_chapter(nb: Path, work: Path, guard_dir: Path, timeout: int, lock: str |
     except subprocess.TimeoutExpired:
         ok, err = False, f"timed out after {timeout} s"
     seconds = time.perf_counter() - start
+    executed = _read_notebook(out)
     if lock:  # time spent waiting for the lock is not the chapter's: papermill records each cell's duration
-        seconds = _executed_seconds(out, seconds)
+        seconds = _executed_seconds(executed, seconds)
     records = [json.loads(p.read_text()) for p in log.glob("*.json")]
-    raised = _cell_error(out)
+    raised = _cell_error(executed)
     if not ok and raised:
         err = raised
     return {
@@ -142,22 +143,23 @@ def environment() -> dict[str, str]:
     return env
 
 
-def _executed_seconds(out: Path, default: float) -> float:
-    """The chapter's own run time: the sum of papermill's per-cell durations in the executed copy."""
+def _read_notebook(out: Path) -> dict[str, Any]:
+    """The executed copy as JSON, or {} where papermill left none (or a broken one)."""
     try:
         nb = json.loads(out.read_text())
     except (OSError, ValueError):
-        return default
+        return {}
+    return nb if isinstance(nb, dict) else {}
+
+
+def _executed_seconds(nb: dict[str, Any], default: float) -> float:
+    """The chapter's own run time: the sum of papermill's per-cell durations in the executed copy ``nb``."""
     durations = [c.get("metadata", {}).get("papermill", {}).get("duration") for c in nb.get("cells", [])]
     return float(sum(d for d in durations if isinstance(d, (int, float)))) or default
 
 
-def _cell_error(out: Path) -> str:
-    """The exception a cell of the executed copy raised, as "Name: message" (cut to 300 characters), or ""."""
-    try:
-        nb = json.loads(out.read_text())
-    except (OSError, ValueError):
-        return ""
+def _cell_error(nb: dict[str, Any]) -> str:
+    """The exception a cell of the executed copy ``nb`` raised, as "Name: message" (cut to 300 characters), or ""."""
     for cell in nb.get("cells", []):
         for o in cell.get("outputs", []):
             if o.get("output_type") == "error":

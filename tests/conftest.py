@@ -85,22 +85,21 @@ def run_python(
     return out
 
 
-_FORK_SERVERS: list[Any] = []  # at most one: the server of this process's default child environment
+_FORK_SERVER: Any = None  # this process's fork server, started on first use
 
 
 def _forked(code: str, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str] | None:
     """``code`` run in a fork of this process's fork server (started on first use, under ``env``), or None when
-    the server cannot stand for a fresh interpreter under ``env`` (the caller then starts one)."""
+    the server cannot stand for a fresh interpreter under ``env``, or has stopped (the caller then starts one)."""
+    global _FORK_SERVER
     from forkserver import ForkServer, ForkServerError
 
-    if _FORK_SERVERS and not _FORK_SERVERS[0].alive():
-        _FORK_SERVERS.pop().close()
-    if not _FORK_SERVERS:
-        _FORK_SERVERS.append(ForkServer(env))
-        atexit.register(_FORK_SERVERS[0].close)
+    if _FORK_SERVER is None:
+        _FORK_SERVER = ForkServer(env)
+        atexit.register(_FORK_SERVER.close)
     try:
-        child = _FORK_SERVERS[0].child_env(env)
-        return None if child is None else _FORK_SERVERS[0].run(code, child, timeout)
+        child = _FORK_SERVER.child_env(env)
+        return None if child is None else _FORK_SERVER.run(code, child, timeout)
     except ForkServerError:
         return None
 

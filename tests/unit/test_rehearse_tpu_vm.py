@@ -56,8 +56,9 @@ def test_a_chapters_seconds_are_its_cells_not_the_wait_for_the_lock(tmp_path: Pa
     nb = tmp_path / "ch.ipynb"
     cells = [{"metadata": {"papermill": {"duration": d}}} for d in (1.5, None, 2.0)]
     nb.write_text(json.dumps({"cells": cells}))
-    assert rehearse._executed_seconds(nb, 99.0) == 3.5
-    assert rehearse._executed_seconds(tmp_path / "missing.ipynb", 99.0) == 99.0
+    assert rehearse._executed_seconds(rehearse._read_notebook(nb), 99.0) == 3.5
+    assert rehearse._read_notebook(tmp_path / "missing.ipynb") == {}
+    assert rehearse._executed_seconds(rehearse._read_notebook(tmp_path / "missing.ipynb"), 99.0) == 99.0
 
 
 def test_the_environment_names_the_tpu_packages() -> None:
