@@ -260,10 +260,12 @@ def decision_md() -> str:
     return escape_dollars("\n".join(lines) + "\n")
 
 
-def write(out_dir: Path, timings_path: Path = TIMINGS) -> list[Path]:
+def write(out_dir: Path, timings_path: Path | None = None) -> list[Path]:
+    """Write the generated pages into ``out_dir``; the run times come from ``timings_path`` (default: TIMINGS, read at
+    call time, so a caller that pins the module's TIMINGS pins every write)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     pages = {
-        "curriculum_sessions.md": sessions_md(load_timings(timings_path)),
+        "curriculum_sessions.md": sessions_md(load_timings(TIMINGS if timings_path is None else timings_path)),
         "decision_band.md": decision_md(),
     }
     written = []

@@ -3,6 +3,7 @@ extension generates its pages when the build starts."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -77,8 +78,15 @@ def test_reference_pages_render() -> None:
         reference.render("nope")
 
 
-def test_the_build_generates_pages_when_it_starts(tmp_path: Path) -> None:
-    """builder-inited writes the flowchart the home page shows and the curriculum pages, before any page is read."""
+def test_the_build_generates_pages_when_it_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """builder-inited writes the flowchart the home page shows and the curriculum pages, before any page is read.
+
+    The chapters' timings are pinned: under ``make test`` the chapters run beside this test and rewrite
+    _build/executed/timings.json between the build's read and the expected pages' read."""
+    pages_script = script("curriculum_pages")
+    timings = tmp_path / "timings.json"
+    timings.write_text(json.dumps({"01_first_steps": {"seconds": 61.0}, "port_training": {"seconds": 47.5}}))
+    monkeypatch.setattr(pages_script, "TIMINGS", timings)
     page = "# Flow\n\n![The migration path](book/generated/figures/migration.svg)\n"
     warnings = build(
         tmp_path,
@@ -87,9 +95,11 @@ def test_the_build_generates_pages_when_it_starts(tmp_path: Path) -> None:
     )
     assert warnings == []
     assert (tmp_path / "_build" / "_images" / "migration.svg").read_text().startswith("<?xml")
-    expected = script("curriculum_pages").write(tmp_path / "expected")
+    expected = pages_script.write(tmp_path / "expected")
     for page in expected:
         assert (tmp_path / "book" / "generated" / page.name).read_text() == page.read_text()
+    sessions = (tmp_path / "book" / "generated" / "curriculum_sessions.md").read_text()
+    assert "| 1. Where execution happens | " in sessions and "+ not yet run: port_inference" in sessions
 
 
 def test_an_unknown_generated_page_fails(tmp_path: Path) -> None:
