@@ -78,11 +78,12 @@ format: $(STAMP)
 unit: $(STAMP)
 	$(PY) -m pytest tests/unit -m "not subprocess" $(PYTEST_ARGS)
 
-# The chapters, executed once each into _build/executed, one at a time, each timed in wall time against its budget;
-# beside them, at the lowest CPU priority (nice 19, in a session of their own: scripts/lowest_priority.sh says why),
-# lint and the unit and site tests (pytest-xdist, JOBS processes: default the machine's cores, at most 4; each
-# module's tests on one worker, so its fixtures are set up once): they run on the CPU a chapter leaves idle and yield
-# it when the chapter wants it, so a chapter's time stays its own. After the chapters, the strict site build from the
+# The chapters, executed once each into _build/executed, on JOBS pytest-xdist workers (default the machine's cores, at
+# most 4), longest budget first, each timed in wall time against its budget: a chapter runs mostly on one core (its
+# CPU time is 1.0-1.4x its wall time), so two side by side on two cores each keep about one. Beside them, at the
+# lowest CPU priority (nice 19, in a session of their own: scripts/lowest_priority.sh says why), lint and the unit
+# and site tests (JOBS workers; each module's tests on one worker, so its fixtures are set up once): they run on the
+# CPU the chapters leave idle and yield it when a chapter wants it. After the chapters, the strict site build from the
 # executed copies, then what reads the build (marker `built`: every page in a real browser, the reader editions of
 # this run's chapters) on every core, while lint and the unit tests finish at their low priority; their log comes
 # last (and stays in _build/test-units.log). JOBS=1: one pytest process at a time, nothing beside another.
@@ -112,7 +113,7 @@ else
 	@# (no recursive make here: make -n runs any recipe line that names it)
 	@( rc=0; scripts/lowest_priority.sh bash -eo pipefail -c '$(LINT_CMD) && $(UNITS_CMD)' > _build/test-units.log 2>&1 || rc=$$?; \
 	   echo $$rc > _build/test-units.rc ) & \
-	rc=0; $(PY) -m pytest -m notebook $(PYTEST_ARGS) || rc=$$?; \
+	rc=0; $(PY) -m pytest $(XDIST) -m notebook $(DURATIONS) $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc = 0 ]; then $(PY) scripts/build_site.py || rc=$$?; fi; \
 	if [ $$rc = 0 ]; then $(BUILT_CMD) || rc=$$?; fi; \
 	wait; echo "--- lint, unit and site tests (_build/test-units.log) ---"; cat _build/test-units.log; \

@@ -135,9 +135,15 @@ BROWSER_MODULE = "tests/site/test_browser.py"
 _PAGE_IN_ID = re.compile(r"\[([^\[\]]*?\.html)")
 
 
+CHAPTERS_MODULE = "tests/notebooks/test_chapters_execute.py"
+
+
 def work_unit(nodeid: str) -> str:
-    """The unit of work a test belongs to: its module, or, for a browser test of a built page, that page."""
+    """The unit of work a test belongs to: its module; for a browser test of a built page, that page; a chapter's
+    execution is a unit of its own."""
     module, _, rest = nodeid.partition("::")
+    if module == CHAPTERS_MODULE:
+        return nodeid
     page = _PAGE_IN_ID.search(rest) if module == BROWSER_MODULE else None
     return f"{module}::{page.group(1)}" if page else module
 
@@ -167,9 +173,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "fresh_python" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.subprocess)
-    # The chapters (make test runs them one at a time, not on workers) come first, shortest budget first; then the
-    # units of work, costliest first, so that the last unit a worker starts is a short one. The sort is stable:
-    # within a unit the tests keep their order.
+    # The chapters come first, longest budget first (make test runs them on two workers: the long ones start early,
+    # so neither worker ends long after the other); then the units of work, costliest first, so that the last unit
+    # a worker starts is a short one. The sort is stable: within a unit the tests keep their order.
     budgets = {id(item): _chapter_budget(item) for item in items}
     units: dict[str, list[pytest.Item]] = {}
     for item in items:
@@ -179,7 +185,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(
         key=lambda item: (
             not budgets[id(item)],
-            budgets[id(item)],
+            -budgets[id(item)],
             -cost[work_unit(item.nodeid)],
             order[work_unit(item.nodeid)],
         )

@@ -31,6 +31,11 @@ def test_a_module_is_one_unit_and_a_browser_page_is_one_unit() -> None:
     assert work_unit("tests/site/test_browser.py::test_each_defect_class_is_caught[maths.html]") == (
         "tests/site/test_browser.py::maths.html"
     )
+    # Each chapter is a unit of its own, so two chapters run side by side on two workers.
+    chapters = [
+        f"tests/notebooks/test_chapters_execute.py::test_notebook_runs[{c}]" for c in ("capstone", "distributed")
+    ]
+    assert [work_unit(c) for c in chapters] == chapters
 
 
 RECORD = """
