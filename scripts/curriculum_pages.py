@@ -166,7 +166,8 @@ def sessions_md(timings: dict[str, float], root: Path = ROOT, wpm: int = WORDS_P
         "",
         "How each number is obtained:",
         "",
-        "- **run**: the chapters' measured execution time in the last `make test` on the CI machine (two cores).",
+        "- **run**: the chapters' measured execution time in the last `make test` on the CI machine (two "
+        "cores, two chapters side by side, each on about one core).",
         f"- **reading**: every markdown and code cell's words at an assumed {wpm} words per minute.",
         f"- **exercises**: per exercise, {EXERCISE_BASE_MINUTES} minutes to read the task, run the check and read "
         f"its verdict, plus {MINUTES_PER_NEW_LINE} minutes per line of the reference solution that is new (not "
