@@ -143,8 +143,9 @@ editions: $(STAMP)
 editions-run: $(STAMP)
 	$(PY) scripts/reader_editions.py --run $(EDITIONS)
 
+# The chapters, executed into _build/executed: on JOBS workers, as make test runs them (a chapter keeps about one core).
 notebooks: $(STAMP)
-	$(PY) -m pytest tests/notebooks -m notebook $(PYTEST_ARGS)
+	$(PY) -m pytest tests/notebooks $(XDIST) -m notebook $(PYTEST_ARGS)
 
 site: $(STAMP)
 	$(PY) scripts/build_site.py
