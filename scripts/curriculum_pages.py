@@ -261,12 +261,12 @@ def decision_md() -> str:
     return escape_dollars("\n".join(lines) + "\n")
 
 
-def write(out_dir: Path, timings_path: Path | None = None) -> list[Path]:
-    """Write the generated pages into ``out_dir``; the run times come from ``timings_path`` (default: TIMINGS, read at
-    call time, so a caller that pins the module's TIMINGS pins every write)."""
+def write(out_dir: Path) -> list[Path]:
+    """Write the generated pages into ``out_dir``; the run times come from TIMINGS, read at call time (a test pins
+    them by setting this module's TIMINGS)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     pages = {
-        "curriculum_sessions.md": sessions_md(load_timings(TIMINGS if timings_path is None else timings_path)),
+        "curriculum_sessions.md": sessions_md(load_timings(TIMINGS)),
         "decision_band.md": decision_md(),
     }
     written = []

@@ -132,10 +132,8 @@ def _chapter_budget(item: pytest.Item) -> float:
 # work from the node id itself, which works with any pytest.
 
 BROWSER_MODULE = "tests/site/test_browser.py"
-_PAGE_IN_ID = re.compile(r"\[([^\[\]]*?\.html)")
-
-
 CHAPTERS_MODULE = "tests/notebooks/test_chapters_execute.py"
+_PAGE_IN_ID = re.compile(r"\[([^\[\]]*?\.html)")
 
 
 def work_unit(nodeid: str) -> str:

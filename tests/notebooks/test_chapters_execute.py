@@ -5,9 +5,10 @@ here. Its time budget (seconds, the budget the chapter declares) is in the
 notebook's metadata under ``xlaport.budget_s``; a run over 1.5x the budget fails. ``make test`` runs the chapters
 on two pytest-xdist workers, longest budget first, with lint and the unit tests beside them at the lowest CPU priority
 (nice 19). A chapter runs mostly on one core (its CPU time is about its wall time), so two side by side on two cores
-take about what each takes alone: in three clean-clone runs all fourteen took 260-323 s, against 544 s one after
-another; the most a chapter used of its budget was 0.90 (beyond_forward, 109 of 120 s, in the slowest run). (An earlier, heavier beyond_forward used two cores: beside the unit tests at the same
-priority it overran, 189 s against 118 s alone.)
+take about what each takes alone: in four clean-clone runs all fourteen took 260-323 s, against 544 s one after
+another; the most a chapter used of its budget was 0.90 (beyond_forward, 109 of 120 s, in the slowest run). An
+earlier, heavier beyond_forward used two cores: beside the unit tests at the same priority it overran, 189 s against
+118 s alone.
 """
 
 from __future__ import annotations
