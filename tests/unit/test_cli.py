@@ -91,17 +91,25 @@ def test_help_and_cost_never_import_torch(fresh_python: Runner) -> None:
 
 def test_help_starts_fast(fresh_python: Runner) -> None:
     """`python -m xlaport.cli --help`, interpreter start included: well under a second (importing torch alone takes
-    several). The book quotes the measured figure; this bound only catches a heavy import creeping back."""
+    several). The book quotes the measured figure; this bound only catches a heavy import creeping back (the
+    mechanism, no torch import, is test_help_and_cost_never_import_torch). Measured in the child's CPU time (user +
+    system), which other work on a busy machine hardly changes, where its wall time doubled beside two busy loops."""
     code = """
-        import subprocess, sys, time
-        best = min(
-            (lambda t0: (subprocess.run([sys.executable, "-m", "xlaport.cli", "--help"], check=True,
-                                        capture_output=True), time.perf_counter() - t0)[1])(time.perf_counter())
-            for _ in range(3))
-        print(f"{best:.3f}")
+        import resource, subprocess, sys
+
+        def cpu():
+            r = resource.getrusage(resource.RUSAGE_CHILDREN)
+            return r.ru_utime + r.ru_stime
+
+        runs = []
+        for _ in range(3):
+            before = cpu()
+            subprocess.run([sys.executable, "-m", "xlaport.cli", "--help"], check=True, capture_output=True)
+            runs.append(cpu() - before)
+        print(f"{min(runs):.3f}")
     """
     seconds = float(fresh_python(code).stdout.split()[-1])
-    assert seconds < 1.0, f"xlaport --help took {seconds:.2f} s"
+    assert seconds < 1.0, f"xlaport --help took {seconds:.2f} s of CPU"
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ import dataclasses
 import json
 import math
 import re
+import resource
 import time
 from html.parser import HTMLParser
 from pathlib import Path
@@ -283,7 +284,8 @@ def test_bad_input_is_one_line_exit_2(capsys: pytest.CaptureFixture[str], argv: 
 
 
 def test_doctor_on_the_sample_project_under_60_s(fresh_python: Runner, tmp_path: Path) -> None:
-    """The whole report, trace and recompile probe on emulated tpu included, in a new interpreter."""
+    """The whole report, trace and recompile probe on emulated tpu included, in a new interpreter: under 60 s of
+    CPU time (user + system of the doctor's process and its children), which a busy machine hardly changes."""
     html = tmp_path / "report.html"
     js = tmp_path / "report.json"
     args = [
@@ -292,10 +294,11 @@ def test_doctor_on_the_sample_project_under_60_s(fresh_python: Runner, tmp_path:
         "--from-chip", "h100_sxm", "--from-chips", "64", "--from-mfu", "0.4", "--to-chip", "tpu_v6e", "--to-mfu", "0.35",
         "--html", str(html), "--json", str(js),
     ]  # fmt: skip
-    start = time.perf_counter()
+    before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
     out = fresh_python(module=args, timeout=240)
-    seconds = time.perf_counter() - start
-    assert seconds < 60, f"doctor took {seconds:.1f} s on the sample project"
+    after, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter() - start
+    seconds = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    assert seconds < 60, f"doctor took {seconds:.1f} s of CPU ({wall:.1f} s waited) on the sample project"
     data = json.loads(js.read_text())
     probe = data["probe"]
     assert probe["error"] is None and all(c["error"] is None for c in probe["calls"]), probe

@@ -215,7 +215,8 @@ def test_xla_lazy_and_openxla(fresh_python: Runner) -> None:
                                kinds=[r.kinds for r in mon.records], reasons=[r.reasons for r in mon.records],
                                source=mon.summary().source, distinct=mon.summary().distinct_keys,
                                compile_s=mon.summary().compile_s, overhead=mon.measure_overhead(100, (x,)),
-                               steps_after_overhead=len(mon.records))
+                               steps_after_overhead=len(mon.records), cpu=[r.cpu_s for r in mon.records],
+                               cpu_total=mon.summary().cpu_s)
         g = torch.compile(lambda x: x.sin() * 2, backend="openxla", dynamic=False)
         with RecompileMonitor("openxla", sync=torch_xla.sync) as mon:
             for n in (6, 7, 6):
@@ -234,6 +235,8 @@ def test_xla_lazy_and_openxla(fresh_python: Runner) -> None:
     assert lz["kinds"][1] == ["shape"] and lz["reasons"][1] == ["[inferred] input 0 shape [3] -> [4]"]
     assert lz["kinds"][2] == [] and lz["steps_after_overhead"] == 5
     assert lz["overhead"] < 1e-3, lz["overhead"]
+    # every step's CPU time is measured, and the summary adds them up
+    assert all(c > 0 for c in lz["cpu"]) and lz["cpu_total"] == pytest.approx(sum(lz["cpu"])), lz["cpu"]
     ox = out["openxla"]
     assert ox["dyn"] == [1, 1, 0] and ox["xla"][0] >= 1 and ox["xla"][1] >= 1 and ox["xla"][2] == 0
     assert ox["kinds"][1] == ["shape"] and "expected 6, actual 7" in ox["reasons"][1][0]
@@ -299,23 +302,38 @@ def test_reports_table_rows_plot() -> None:
     assert mon.records == [] and mon.summary().steps == 0
 
 
-def _pass(name: str, walls: list[float], compiled: list[bool]) -> RecompileMonitor:
+def _pass(name: str, walls: list[float], compiled: list[bool], cpus: list[float] | None = None) -> RecompileMonitor:
     mon = RecompileMonitor(name, source="dynamo")
-    mon.records[:] = [StepRecord(i, w, int(c), None, "dynamo") for i, (w, c) in enumerate(zip(walls, compiled))]
+    cpus = cpus or walls
+    mon.records[:] = [
+        StepRecord(i, w, int(c), None, "dynamo", cpu_s=u) for i, (w, c, u) in enumerate(zip(walls, compiled, cpus))
+    ]
     return mon
 
 
 def test_step_costs_prices_a_compiling_step_against_the_best_cached_pass() -> None:
     storm = _pass("storm", [3.0, 1.0, 0.002, 2.0], [True, True, False, True])
     cached = [_pass("p2", [0.004, 0.002, 0.003], [False] * 3), _pass("p3", [0.001, 0.002, 0.009], [False] * 3)]
-    cost = step_costs(storm, cached)
+    cost = step_costs(storm, cached, clock="wall")
     assert cost.first_compile_s == 3.0 and cost.compile_step_s == 2.0  # median of the compiling steps only
     assert cost.pass_medians_s == (0.003, 0.002) and cost.cached_s == 0.002  # the best pass's median
     assert cost.ratio == pytest.approx(1000) and cost.first_ratio == pytest.approx(1500)
     assert str(cost).splitlines() == [
-        "compiling step (median) 2.00 s, cached step 2.00 ms (pass medians 3.00, 2.00 ms): 1000x",
+        "in wall time: compiling step (median) 2.00 s, cached step 2.00 ms (pass medians 3.00, 2.00 ms): 1000x",
         "first step 3.00 s: 1500x a cached step",
     ]
+
+
+def test_step_costs_reads_cpu_time_by_default_where_a_busy_machine_stretches_wall_time() -> None:
+    # A busy machine: the cached steps waited 2-5x their CPU time, the compiling steps 1.5x. Priced in wall time the
+    # ratio falls from 500x to 300x; in CPU time it stays what the steps cost this process.
+    storm = _pass("storm", [1.5, 1.5], [True, True], cpus=[1.0, 1.0])
+    cached = [_pass("p2", [0.004, 0.005, 0.010], [False] * 3, cpus=[0.002, 0.002, 0.002])]
+    assert step_costs(storm, cached).ratio == pytest.approx(500) and step_costs(storm, cached).clock == "cpu"
+    assert step_costs(storm, cached, clock="wall").ratio == pytest.approx(300)
+    assert str(step_costs(storm, cached)).startswith("in CPU time: ")
+    with pytest.raises(ValueError, match="clock must be 'cpu' or 'wall'"):
+        step_costs(storm, cached, clock="gpu")
 
 
 def test_step_costs_rejects_what_it_cannot_price() -> None:

@@ -232,3 +232,17 @@ def test_sweep_on_emulated_tpu(fresh_python: Runner) -> None:
     # one bf16 pass: outside float32's tolerance, inside bfloat16's
     assert 1e-4 < llama["forward"]["tol_needed"] < 1e-2
     assert not math.isnan(llama["train"]["grad_rel_l2"])
+
+
+def test_the_cliff_ratio_compares_cpu_time_where_both_runs_measured_it() -> None:
+    from xlaport.zoo.results import ModelResult, RunResult
+
+    # A busy machine stretched the fixed run's wall time (0.1 s of CPU waited 0.4 s); its CPU time is the fair price.
+    fixed = RunResult(steps=2, wall_s=0.4, cpu_s=0.1, useful=100)
+    varied = RunResult(steps=2, compiles=2, wall_s=1.0, cpu_s=1.0, useful=100)
+    r = ModelResult("m", "f", "tpu", fixed=fixed, varied=varied)
+    assert r.ratio == pytest.approx(0.1) and fixed.tokens_per_cpu_s == pytest.approx(1000)
+    # a sweep recorded before CPU time was measured reads back with wall time
+    old = ModelResult.from_dict({**r.as_dict(0.5), "fixed": {"wall_s": 0.4, "useful": 100}})
+    assert old.fixed is not None and old.fixed.cpu_s is None and old.ratio == pytest.approx(0.4)
+    assert math.isnan(RunResult(useful=1).tokens_per_cpu_s)

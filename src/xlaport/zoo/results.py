@@ -41,7 +41,12 @@ class StageResult:
 
 @dataclass
 class RunResult:
-    """A short training run: steps, compiles, time, useful tokens."""
+    """A short training run: steps, compiles, time, useful tokens.
+
+    ``wall_s`` is the time waited; ``cpu_s`` this process's CPU time over the same steps (None in sweeps recorded
+    before it was measured). Throughput compares runs by CPU time where both have it: a busy machine stretches wall
+    time unevenly and CPU time hardly at all.
+    """
 
     steps: int = 0
     compiles: int = 0
@@ -50,10 +55,17 @@ class RunResult:
     compile_s: float | None = None
     useful: int = 0
     positions: int = 0
+    cpu_s: float | None = None
 
     @property
     def tokens_per_s(self) -> float:
+        """Useful tokens per second waited."""
         return self.useful / self.wall_s if self.wall_s > 0 else math.nan
+
+    @property
+    def tokens_per_cpu_s(self) -> float:
+        """Useful tokens per second of this process's CPU time (nan where it was not measured)."""
+        return self.useful / self.cpu_s if self.cpu_s else math.nan
 
     @property
     def useful_share(self) -> float:
@@ -78,10 +90,14 @@ class ModelResult:
 
     @property
     def ratio(self) -> float | None:
-        """Useful tokens/s of the varied run over the fixed-shape run's."""
+        """Useful tokens/s of the varied run over the fixed-shape run's: per CPU second where both runs measured
+        it (what a busy machine does not move), else per second waited."""
         if self.fixed is None or self.varied is None:
             return None
-        f, v = self.fixed.tokens_per_s, self.varied.tokens_per_s
+        if self.fixed.cpu_s and self.varied.cpu_s:
+            f, v = self.fixed.tokens_per_cpu_s, self.varied.tokens_per_cpu_s
+        else:
+            f, v = self.fixed.tokens_per_s, self.varied.tokens_per_s
         return v / f if f and not math.isnan(f) and not math.isnan(v) else None
 
     def notes(self) -> str:

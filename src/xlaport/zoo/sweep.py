@@ -13,7 +13,8 @@ device), :func:`run_model` measures, against a float32 CPU run of the same weigh
 4. **varied lengths**: ``steps`` training steps on batches whose lengths are drawn the way text lengths
    are (log-normal), each padded to its longest item, against the same batches padded to ``fixed_len``.
    :class:`~xlaport.recompile.RecompileMonitor` counts the compiles of each step; throughput is *useful*
-   tokens per second (padding excluded). The fixed-shape run gets one untimed warm-up step first, as a
+   tokens per second (padding excluded), compared between the two runs per second of this process's CPU time,
+   which a busy machine hardly changes (:attr:`~xlaport.zoo.results.ModelResult.ratio`). The fixed-shape run gets one untimed warm-up step first, as a
    long fixed-shape job amortises its one compile; the varied run is timed whole, compiles included, because
    a job with varied lengths keeps meeting new ones. **No cliff** means the varied run keeps at least
    ``cliff_ratio`` of the fixed-shape throughput.
@@ -261,7 +262,7 @@ def run_model(
                 say(
                     f"  varied lengths: {res.varied.compiles} compiles in {res.varied.steps} steps, "
                     f"{res.varied.tokens_per_s:.0f} vs {res.fixed.tokens_per_s:.0f} useful tokens/s at a fixed shape "
-                    f"({res.ratio:.2f}x)"
+                    f"({res.ratio:.2f}x per CPU second)"
                 )
             else:
                 say(f"  varied lengths: {res.varied_error}")
@@ -389,12 +390,13 @@ def _run(
             run.useful += useful
             run.positions += positions
     s = mon.summary()
-    run.steps, run.compiles, run.distinct_shapes, run.wall_s, run.compile_s = (
+    run.steps, run.compiles, run.distinct_shapes, run.wall_s, run.compile_s, run.cpu_s = (
         s.steps,
         s.compiles,
         s.distinct_keys,
         s.wall_s,
         s.compile_s,
+        s.cpu_s,
     )
     return run
 
