@@ -172,8 +172,10 @@ linkcheck:
 	$(SYSPY) scripts/linkcheck.py $(LINKCHECK_ARGS)
 
 # The TPU-VM environment rehearsed on a machine without a TPU: a second venv from requirements-tpu.txt (torch 2.14.1,
-# torch_tpu 0.2.0; several GB) plus the toolkit, then every chapter with XLAPORT_TARGET=auto under
-# TORCH_DEVICE_BACKEND_AUTOLOAD=0, sockets blocked except loopback, and a check that libtpu never started.
+# torch_tpu 0.2.0; several GB) plus the toolkit, then every chapter with XLAPORT_TARGET=auto and sockets blocked except
+# loopback, twice: under TORCH_DEVICE_BACKEND_AUTOLOAD=0, checking that libtpu never started; then as a reader who set
+# no switch (torch_tpu autoloaded in every kernel), checking that each chapter ends within 60 s and that libtpu never
+# asked the cloud metadata server for a topology. REHEARSE_ARGS goes to both runs, REHEARSE_NOSWITCH_ARGS to the second.
 TPU_VENV ?= .venv-tpu
 .PHONY: rehearse-tpu-vm
 rehearse-tpu-vm:
@@ -181,3 +183,4 @@ rehearse-tpu-vm:
 	$(TPU_VENV)/bin/python -m pip install --progress-bar off -r requirements-tpu.txt
 	$(TPU_VENV)/bin/python -m pip install --quiet --no-deps -e .
 	TORCH_DEVICE_BACKEND_AUTOLOAD=0 $(TPU_VENV)/bin/python scripts/rehearse_tpu_vm.py $(REHEARSE_ARGS)
+	env -u TORCH_DEVICE_BACKEND_AUTOLOAD -u TPU_SKIP_MDS_QUERY $(TPU_VENV)/bin/python scripts/rehearse_tpu_vm.py --no-switch $(REHEARSE_ARGS) $(REHEARSE_NOSWITCH_ARGS)

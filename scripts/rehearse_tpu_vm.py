@@ -14,7 +14,14 @@ path, under three conditions:
 The table printed at the end (and written as JSON with ``--json``) gives per chapter: passed or the first line of
 its error, seconds, libtpu loaded or not, connections refused.
 
-    .venv-tpu/bin/python scripts/rehearse_tpu_vm.py [-k STEM] [--json PATH] [--lock /tmp/nb.lock]
+``--no-switch`` rehearses the reader who installed ``requirements-tpu.txt`` on a CPU machine and set nothing:
+``TORCH_DEVICE_BACKEND_AUTOLOAD`` unset, so ``import torch`` autoloads torch_tpu and maps libtpu into every kernel.
+There libtpu may be loaded, but it must never ask the cloud metadata server for the TPU's topology (which hangs a
+chapter off Google Cloud: about 30 s per key, many keys): the toolkit sets ``TPU_SKIP_MDS_QUERY=1`` when it finds
+torch_tpu autoloaded without a TPU (``xlaport.detect.keep_libtpu_offline``). A chapter fails here if libtpu's own
+log shows a metadata query, or if it does not finish within ``--timeout`` seconds (60 by default in this mode).
+
+    .venv-tpu/bin/python scripts/rehearse_tpu_vm.py [-k STEM] [--json PATH] [--lock /tmp/nb.lock] [--no-switch]
 
 On a shared machine ``--lock PATH`` runs each chapter under ``flock PATH``, so that it never runs beside another
 heavy job that takes the same lock.
@@ -89,15 +96,31 @@ def chapters() -> list[Path]:
     return list(listed(ROOT))
 
 
-def run_chapter(nb: Path, work: Path, guard_dir: Path, timeout: int, lock: str | None = None) -> dict[str, Any]:
+# What libtpu logs when it asks the cloud metadata server of a TPU VM for its topology (libtpu 0.0.52 off Google
+# Cloud: "Failed to get TPU metadata", "Failed to fetch URL after 30 tries", gcp_metadata_utils.cc in the trace).
+METADATA_MARKS = ("Failed to get TPU metadata", "Failed to fetch URL", "gcp_metadata")
+
+
+def metadata_queried(stderr: str) -> bool:
+    """Whether a process's stderr shows libtpu querying the cloud metadata server."""
+    return any(mark in stderr for mark in METADATA_MARKS)
+
+
+def run_chapter(
+    nb: Path, work: Path, guard_dir: Path, timeout: int, lock: str | None = None, switch: bool = True
+) -> dict[str, Any]:
     log = Path(tempfile.mkdtemp(prefix="rehearsal-log-"))
     env = {
         **os.environ,
-        SWITCH: "0",
         "XLAPORT_TARGET": "auto",
         "PYTHONPATH": os.pathsep.join([str(guard_dir), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
         "XLAPORT_REHEARSAL_LOG": str(log),
     }
+    if switch:
+        env[SWITCH] = "0"
+    else:  # the reader who set nothing: neither switch
+        for name in (SWITCH, "TPU_SKIP_MDS_QUERY"):
+            env.pop(name, None)
     out = work / nb.name
     argv = [sys.executable, "-m", "papermill", str(nb), str(out), "--cwd", str(nb.parent), "-k", "python3"]
     if lock:
@@ -105,8 +128,9 @@ def run_chapter(nb: Path, work: Path, guard_dir: Path, timeout: int, lock: str |
     start = time.perf_counter()
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
-        ok, err = proc.returncode == 0, _first_error(proc.stderr)
-    except subprocess.TimeoutExpired:
+        ok, err, stderr = proc.returncode == 0, _first_error(proc.stderr), proc.stderr
+    except subprocess.TimeoutExpired as e:
+        stderr = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
         ok, err = False, f"timed out after {timeout} s"
     seconds = time.perf_counter() - start
     executed = _read_notebook(out)
@@ -124,6 +148,7 @@ def run_chapter(nb: Path, work: Path, guard_dir: Path, timeout: int, lock: str |
         "error": "" if ok else err,
         "seconds": round(seconds, 1),
         "libtpu_loaded": any(r["libtpu"] for r in records),
+        "metadata_queried": metadata_queried(stderr),
         "connections_refused": sum(r["n_refused"] for r in records),
         "processes": len(records),
     }
@@ -180,11 +205,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "-k", dest="only", action="append", default=None, help="run only chapters whose name contains this (repeatable)"
     )
-    p.add_argument("--timeout", type=int, default=1800, help="seconds per chapter")
+    p.add_argument("--timeout", type=int, default=None, help="seconds per chapter (default 1800; 60 with --no-switch)")
     p.add_argument("--json", default=None, metavar="PATH")
     p.add_argument("--lock", default=None, metavar="PATH", help="run each chapter under flock PATH")
+    p.add_argument(
+        "--no-switch",
+        action="store_true",
+        help=f"run the chapters as a reader who set nothing: {SWITCH} unset, torch_tpu autoloaded in every kernel",
+    )
     args = p.parse_args(argv)
-    if os.environ.get(SWITCH) != "0":
+    switch = not args.no_switch
+    timeout = args.timeout or (1800 if switch else 60)
+    if switch and os.environ.get(SWITCH) != "0":
         print(f"error: set {SWITCH}=0 before Python starts (make rehearse-tpu-vm does)", file=sys.stderr)
         return 2
     if "torch_tpu" in sys.modules:
@@ -199,29 +231,37 @@ def main(argv: list[str] | None = None) -> int:
         if args.only and not any(k in nb.stem for k in args.only):
             continue
         print(f"== {nb.stem}", file=sys.stderr, flush=True)
-        rows.append(run_chapter(nb, work, guard_dir, args.timeout, args.lock))
-    print(f"{'chapter':26} {'result':7} {'s':>7} {'libtpu':>6} {'refused':>7}  error")
+        rows.append(run_chapter(nb, work, guard_dir, timeout, args.lock, switch))
+    print(f"{'chapter':26} {'result':7} {'s':>7} {'libtpu':>6} {'metadata':>8} {'refused':>7}  error")
     for r in rows:
         result = "ok" if r["passed"] else "cannot" if r["declared"] else "FAIL"
         print(
-            f"{r['chapter']:26} {result:7} {r['seconds']:>7.1f} "
-            f"{'YES' if r['libtpu_loaded'] else 'no':>6} {r['connections_refused']:>7}  {r['error']}"
+            f"{r['chapter']:26} {result:7} {r['seconds']:>7.1f} {'YES' if r['libtpu_loaded'] else 'no':>6} "
+            f"{'ASKED' if r['metadata_queried'] else 'no':>8} {r['connections_refused']:>7}  {r['error']}"
         )
     if args.json:
         record = {
             "date": time.strftime("%Y-%m-%d", time.gmtime()),
             "environment": environment(),
-            "conditions": f"{SWITCH}=0, XLAPORT_TARGET=auto, sockets blocked except loopback",
+            "conditions": (f"{SWITCH}=0" if switch else f"{SWITCH} unset (torch_tpu autoloaded)")
+            + f", XLAPORT_TARGET=auto, sockets blocked except loopback, {timeout} s per chapter",
             "chapters": rows,
         }
         Path(args.json).write_text(json.dumps(record, indent=1) + "\n")
-    bad = [r for r in rows if (not r["passed"] and not r["declared"]) or r["libtpu_loaded"]]
+    bad = [r for r in rows if (not r["passed"] and not r["declared"]) or failed_guard(r, switch)]
     said = sum(r["declared"] for r in rows)
     print(
         f"{sum(r['passed'] for r in rows)} of {len(rows)} chapters ran on the CPU path, {said} said in their banner"
-        f" why they cannot, {len(bad)} failed otherwise or started libtpu"
+        f" why they cannot, {len(bad)} failed otherwise or "
+        + ("started libtpu" if switch else "let libtpu query the metadata server")
     )
     return 1 if bad else 0
+
+
+def failed_guard(row: dict[str, Any], switch: bool) -> bool:
+    """With the switch, libtpu must not even be loaded; without it (autoloaded), it must not query the metadata
+    server."""
+    return bool(row["libtpu_loaded"] if switch else row["metadata_queried"])
 
 
 if __name__ == "__main__":

@@ -31,3 +31,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
+
+# Where `import torch` ran first and autoloaded TorchTPU on a machine without a TPU, keep libtpu from waiting on the
+# cloud metadata server before anything asks it for devices (xlaport.detect.keep_libtpu_offline; torch-free).
+if "torch_tpu" in __import__("sys").modules:
+    from .detect import keep_libtpu_offline as _keep_libtpu_offline
+
+    _keep_libtpu_offline()

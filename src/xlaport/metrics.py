@@ -44,9 +44,23 @@ def xla_loaded() -> bool:
     return "torch_xla" in sys.modules
 
 
+_TPU_HERE: bool | None = None  # the PCI scan's answer, once per process (a chip does not come and go)
+
+
 def torch_tpu_loaded() -> bool:
-    """True when this process has imported torch_tpu (only ``xlaport.targets`` does, after a PCI scan)."""
-    return "torch_tpu" in sys.modules
+    """True when this process has imported torch_tpu for a TPU it has (``xlaport.targets`` does, after a PCI scan).
+
+    A torch_tpu that ``import torch`` autoloaded on a machine without a TPU (its ``torch.backends`` entry point;
+    :func:`xlaport.detect.torch_tpu_autoloaded`) compiles nothing and counts nothing: it is not the backend here.
+    """
+    global _TPU_HERE
+    if "torch_tpu" not in sys.modules:
+        return False
+    if _TPU_HERE is None:
+        from . import detect
+
+        _TPU_HERE = bool(detect.tpu_chips())
+    return _TPU_HERE
 
 
 def backend() -> Backend:

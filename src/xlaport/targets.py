@@ -29,6 +29,10 @@ from . import detect, metrics, xla_cpu
 from .profiles import Profile, profile
 from .text import plural
 
+# `import torch` above may have autoloaded TorchTPU (its torch.backends entry point) on a machine without a TPU:
+# keep libtpu from waiting on the cloud metadata server before anything asks it for devices (xlaport.detect).
+detect.keep_libtpu_offline()
+
 __all__ = ["Target", "target", "TARGET_NAMES", "NEEDS", "CannotRunHere", "xla_device", "autoload_warning"]
 
 TargetName = Literal["cuda", "tpu", "neuron", "cpu", "auto"]
@@ -242,14 +246,10 @@ class Target:
 
 
 def autoload_warning() -> str | None:
-    """A warning line when ``import torch`` autoloaded torch_tpu on a machine without a TPU, else None."""
-    if not detect.torch_tpu_autoloaded():
-        return None
-    return (
-        "[xlaport] WARNING: import torch autoloaded torch_tpu (its torch.backends entry point) on a machine without "
-        "a TPU; libtpu may start at the first backward() and wait on the cloud metadata server. Set "
-        f"{detect.AUTOLOAD_SWITCH}=0 in the environment before Python starts (see the book's pitfalls page)."
-    )
+    """The banner's line when ``import torch`` autoloaded a torch_tpu on a machine without a TPU, else None: what
+    :func:`xlaport.detect.keep_libtpu_offline` did about it (it is called here again, so it holds whenever torch
+    was imported)."""
+    return detect.keep_libtpu_offline()
 
 
 def _real_device(p: Profile) -> torch.device:
@@ -291,6 +291,10 @@ def _emulated(name: str, p: Profile) -> Target:
 def _tpu_target(p: Profile, allow_emulation: bool) -> Target:
     chips = detect.tpu_chips()
     if chips:
+        pkg = detect.torch_tpu_package()
+        if pkg is None or pkg.vendor == "sophgo":
+            found = "no torch_tpu is installed" if pkg is None else f"the torch_tpu installed is {pkg.describe()}"
+            raise CannotRunHere(f"this machine has a TPU, but {found}: pip install -r requirements-tpu.txt")
         # Only now is it safe to let torch_tpu start libtpu.
         import torch_tpu  # noqa: F401  (registers the 'tpu' device)
 

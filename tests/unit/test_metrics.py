@@ -70,6 +70,8 @@ def test_faked_torch_tpu_is_read_through_cache_stats(fresh_python: Runner) -> No
         stats = types.SimpleNamespace(num_cache_reqs=5, num_cache_hits=2)
         sys.modules["torch_tpu"] = types.ModuleType("torch_tpu")
         torch.tpu = types.SimpleNamespace(_get_cache_stats=lambda: stats)
+        from xlaport import detect
+        detect.tpu_chips = lambda *a, **k: ["a TPU"]   # a TPU VM: torch_tpu was imported for its chip
         from xlaport import metrics
         before = metrics.snapshot()
         stats.num_cache_reqs += 2
@@ -102,3 +104,18 @@ def test_xla_counts_compiles_executions_and_fallbacks(fresh_python: Runner) -> N
     assert first["compile_s"] > 0
     assert again["compiles"] == 0 and again["executions"] == 1, again
     assert fallbacks.get("aten::nonzero", 0) >= 1, fallbacks
+
+
+def test_an_autoloaded_torch_tpu_without_a_chip_is_not_the_backend(fresh_python: Runner) -> None:
+    """``import torch`` autoloads torch_tpu wherever it is installed; on a machine without a TPU it counts nothing, so
+    the counters are read as from no backend, not as TorchTPU cache misses that are always zero."""
+    code = """
+        import sys, types, torch
+        sys.modules["torch_tpu"] = types.ModuleType("torch_tpu")
+        torch.tpu = types.SimpleNamespace(_get_cache_stats=lambda: 1 / 0)   # never read
+        from xlaport import detect, metrics
+        detect.tpu_chips = lambda *a, **k: []
+        s = metrics.snapshot()
+        print("result", metrics.backend(), s.backend, s.compiles)
+    """
+    assert fresh_python(code).stdout.split()[-4:] == ["result", "none", "none", "None"]

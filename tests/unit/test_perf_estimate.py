@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -68,12 +69,55 @@ def test_price_claim_needs_price_over_cost_per_token() -> None:
         (["estimate", "os:nope"], "no callable"),
         (["estimate", "no_such_pkg_xyz:f"], "cannot import"),
         (["estimate", "missing.json"], "no such config file"),
+        # sizes no tensor can hold: the trace's overflow, said as the options that caused it
+        (["estimate", "qwen3_8b", "--seq-len", "1e9"], "--batch 1 × --seq-len 1000000000 is too large to trace"),
+        (["estimate", "qwen3_8b", "--seq-len", "99999999999"], "--seq-len 99999999999 is too large to trace"),
+        (["estimate", "qwen3_8b", "--batch", "99999999999"], "--batch 99999999999 × --seq-len 2048 is too large"),
+        (["estimate", "qwen3_8b", "--seq-len", "inf"], "--seq-len must be a finite number"),
+        (["estimate", "qwen3_8b", "--chips", "-3"], "--chips must be"),
+        # factories that need arguments are refused before they are called (os.system is never run)
+        (["estimate", "os:system"], "os:system: the factory needs arguments (command)"),
+        (["estimate", "json:loads"], "json:loads: the factory needs arguments (s)"),
+        (["estimate", "torch.nn:Linear"], "needs arguments (in_features, out_features)"),
+        (["estimate", ""], "model must be"),
+        (["estimate", "{tmp}/raises.py:build"], "{tmp}/raises.py:build() raised RuntimeError: no weights today"),
+        (["estimate", "{tmp}/raises.py:number"], "returned int, expected an nn.Module"),
+        (["estimate", "{tmp}/syntax.py:build"], "SyntaxError: invalid syntax (line 1)"),
+        (["estimate", "{tmp}/import_fails.py:build"], "importing {tmp}/import_fails.py raised KeyError"),
+        (["estimate", "{tmp}/list.json"], "a transformers config is a JSON object with model_type, not a list"),
+        (["estimate", "{tmp}/broken.json"], "is not valid JSON"),
+        (["estimate", "{tmp}/no_type.json"], "needs model_type"),
+        (["estimate", "{tmp}/unknown_type.json"], "transformers cannot build a config of type 'no_such_type'"),
+        # a step the meta device cannot trace: Mixtral's eager expert loop (torch.nonzero has no size on meta)
+        (["estimate", "{tmp}/mixtral_eager.json"], '"experts_implementation": "grouped_mm"'),
+        (["estimate", "{tmp}/raises.py:linear", "--input", "4x5"], "cannot trace one step of"),
+        (["estimate", "{tmp}/raises.py:linear", "--input", "0x4"], "sizes must be positive"),
+        (["estimate", "{tmp}/raises.py:linear"], "has no config.vocab_size: give its inputs with --input"),
     ],
 )
-def test_cli_bad_input_is_one_line_and_exit_2(argv: list[str], msg: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(argv) == 2
+def test_cli_bad_input_is_one_line_and_exit_2(
+    argv: list[str], msg: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import json
+
+    (tmp_path / "raises.py").write_text(
+        "import torch\n"
+        "def build():\n    raise RuntimeError('no weights today')\n"
+        "def number():\n    return 3\n"
+        "def linear():\n    return torch.nn.Linear(4, 4)\n"
+    )
+    (tmp_path / "syntax.py").write_text("def build(:\n")
+    (tmp_path / "import_fails.py").write_text("raise KeyError('at import')\n")
+    (tmp_path / "list.json").write_text("[1, 2]")
+    (tmp_path / "broken.json").write_text('{"model_type": "llama"')
+    (tmp_path / "no_type.json").write_text('{"hidden_size": 64}')
+    (tmp_path / "unknown_type.json").write_text('{"model_type": "no_such_type"}')
+    mixtral = dict(model_type="mixtral", hidden_size=64, intermediate_size=128, num_hidden_layers=1, vocab_size=100)
+    mixtral.update(num_attention_heads=4, num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2)
+    (tmp_path / "mixtral_eager.json").write_text(json.dumps({**mixtral, "experts_implementation": "eager"}))
+    assert main([a.replace("{tmp}", str(tmp_path)) for a in argv]) == 2
     err = capsys.readouterr().err.strip()
-    assert msg in err and "\n" not in err
+    assert msg.replace("{tmp}", str(tmp_path)) in err and "\n" not in err, err
 
 
 def test_cli_prints_a_table_and_json(capsys: pytest.CaptureFixture[str], tmp_path: object) -> None:

@@ -65,3 +65,27 @@ def test_the_environment_names_the_tpu_packages() -> None:
     env = rehearse.environment()
     assert set(env) == {"python", "torch", "torch_tpu", "libtpu", "transformers", "numpy"}
     assert env["torch"] != "not installed"
+
+
+def test_the_no_switch_rehearsal_fails_a_chapter_whose_libtpu_asked_the_metadata_server() -> None:
+    # libtpu 0.0.52's own lines, off Google Cloud, when nothing kept it from asking
+    asked = (
+        "E0000 env_var_utils.cc:96] Failed to convert value for key 'CHIPS_PER_HOST_BOUNDS' in 'tpu-env' to string: "
+        "INTERNAL: Failed to fetch URL after 30 tries (http status: 403)\nlearning/45eac/tfrc/runtime/gcp_metadata_utils.cc:137"
+    )
+    kept = (
+        "W0000 tpu_hooks.cc:233] TpuDeviceGuardImpl::deviceCount: PjRt backend unavailable: No jellyfish device found."
+    )
+    assert rehearse.metadata_queried(asked) and not rehearse.metadata_queried(kept)
+    row = {"libtpu_loaded": True, "metadata_queried": False}
+    assert rehearse.failed_guard(row, switch=True)  # with the switch libtpu must not even load
+    assert not rehearse.failed_guard(row, switch=False)  # autoloaded it loads; it must not ask
+    assert rehearse.failed_guard({**row, "metadata_queried": True}, switch=False)
+
+
+def test_the_no_switch_rehearsal_needs_no_switch(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv(rehearse.SWITCH, raising=False)
+    assert rehearse.main(["--no-switch", "-k", "no chapter has this name"]) == 0
+    assert "0 of 0 chapters" in capsys.readouterr().out

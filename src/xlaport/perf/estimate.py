@@ -45,16 +45,23 @@ def _hf_model(cfg: dict[str, Any]) -> Any:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
+    if not isinstance(cfg, dict):
+        raise ValueError(f"a transformers config is a JSON object with model_type, not a {type(cfg).__name__}")
     d = {k: v for k, v in cfg.items() if k not in ("name", "source", "date", "evidence", "published_params")}
     model_type = d.pop("model_type", None)
     if not model_type:
         raise ValueError("a transformers config needs model_type (e.g. 'qwen3', 'llama')")
     try:
         config = AutoConfig.for_model(model_type, **d)
-    except (ValueError, KeyError) as e:
-        raise ValueError(f"transformers cannot build a config of type {model_type!r}: {e}") from None
-    with torch.device("meta"):
-        return AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"transformers cannot build a config of type {model_type!r}: {_first_line(e, 120)}") from None
+    try:
+        with torch.device("meta"):
+            return AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
+    except (ValueError, KeyError, TypeError, RuntimeError, AttributeError) as e:
+        raise ValueError(
+            f"transformers cannot build a causal LM from this {model_type!r} config: {_first_line(e, 120)}"
+        ) from None
 
 
 def load_model(spec: str | dict[str, Any]) -> tuple[Any, tuple[Any, ...] | None]:
@@ -96,16 +103,69 @@ def load_model(spec: str | dict[str, Any]) -> tuple[Any, tuple[Any, ...] | None]
             mod = importlib.import_module(where)
     except ImportError as e:
         raise ValueError(f"cannot import {where!r}: {e}") from None
+    except SyntaxError as e:
+        raise ValueError(f"cannot load {where}: SyntaxError: {e.msg} (line {e.lineno})") from None
+    except ValueError:
+        raise
+    except Exception as e:  # the reader's module raised while it was imported
+        raise ValueError(f"importing {where} raised {type(e).__name__}: {_first_line(e)}") from None
     fn = getattr(mod, name, None)
     if not callable(fn):
         raise ValueError(f"{where} has no callable {name!r}")
-    with torch.device("meta"):
-        got = fn()
+    required = _required_parameters(fn)
+    if required:
+        raise ValueError(
+            f"{spec}: the factory needs arguments ({', '.join(required)}); give a function that takes none and returns "
+            "an nn.Module or (module, inputs)"
+        )
+    try:
+        with torch.device("meta"):
+            got = fn()
+    except Exception as e:  # the reader's own code: one line, whatever it raised
+        raise ValueError(f"{spec}() raised {type(e).__name__}: {_first_line(e)}") from None
     if isinstance(got, tuple) and len(got) == 2 and isinstance(got[0], torch.nn.Module):
         return got[0], tuple(got[1]) if isinstance(got[1], (tuple, list)) else (got[1],)
     if not isinstance(got, torch.nn.Module):
         raise ValueError(f"{spec} returned {type(got).__name__}, expected an nn.Module or (module, inputs)")
     return got, None
+
+
+def _required_parameters(fn: Any) -> list[str]:
+    """Names of the parameters ``fn`` cannot be called without (empty where its signature cannot be read)."""
+    import inspect
+
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return []
+    return [
+        p.name
+        for p in sig.parameters.values()
+        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
+
+
+def _first_line(e: BaseException, limit: int = 160) -> str:
+    text = (str(e).strip().splitlines() or [""])[0]
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _untraceable(e: BaseException, model: object, batch: int, seq_len: int) -> ValueError:
+    """One line for a step that cannot be traced on the meta device, saying what to change."""
+    text = str(e)
+    name = model if isinstance(model, str) else type(model).__name__
+    if "overflow" in text.lower():
+        return ValueError(
+            f"--batch {batch} × --seq-len {seq_len} is too large to trace: a tensor of the step would hold more elements "
+            "than an int64 can count; give a smaller batch or sequence length"
+        )
+    if "nonzero" in text or "data-dependent" in text.lower() or "DataDependentOutputException" in type(e).__name__:
+        return ValueError(
+            f"cannot trace {name} on the meta device: an op whose output size depends on the data (torch.nonzero, "
+            "boolean indexing) has no shape there; for a transformers mixture of experts set "
+            '"experts_implementation": "grouped_mm" in its config'
+        )
+    return ValueError(f"cannot trace one step of {name} on the meta device: {type(e).__name__}: {_first_line(e)}")
 
 
 def _known_models() -> list[str]:
@@ -227,6 +287,9 @@ def estimate(
     else:
         m, given = load_model(model)
     m = m.to(_torch_dtype(dtype))
-    args = given if given is not None and not inputs else example_inputs(m, batch, seq_len, inputs)
-    trace = trace_step(m, args, mode, optimizer=optimizer)
+    try:
+        args = given if given is not None and not inputs else example_inputs(m, batch, seq_len, inputs)
+        trace = trace_step(m, args, mode, optimizer=optimizer)
+    except (RuntimeError, NotImplementedError, OverflowError, TypeError, IndexError) as e:
+        raise _untraceable(e, model, batch, seq_len) from None
     return estimate_trace(trace, chip_ids, chips)
