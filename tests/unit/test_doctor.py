@@ -249,6 +249,19 @@ def test_report_without_findings_says_so(tmp_path: Path) -> None:
     assert "No findings." in md and "| rule | severity |" not in md and "| where |" not in md
 
 
+def test_the_report_names_which_torch_tpu_is_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from xlaport import detect
+
+    (tmp_path / "clean.py").write_text("import torch\n")
+    monkeypatch.setattr(detect, "torch_tpu_package", lambda: None)
+    rep = diagnose(tmp_path)
+    assert rep.torch_tpu is None and "torch_tpu" not in rep.to_markdown() and rep.to_dict()["torch_tpu"] is None
+    sophgo = detect.TorchTpuPackage("torch_tpu", "2.1.0.post1", "sophgo")
+    monkeypatch.setattr(detect, "torch_tpu_package", lambda: sophgo)
+    md = diagnose(tmp_path).to_markdown()
+    assert "This environment's torch_tpu: Sophgo's torch_tpu 2.1.0.post1" in md and "TorchTPU 2" not in md
+
+
 def test_probe_result_verdicts() -> None:
     calls = [ProbeCall(0, 1, "4x8", 2, 0.1, 0.1, True), ProbeCall(1, 2, "4x8", 1, 0.1, 0.1, False)]
     r = ProbeResult("m.py:f", "tpu", calls=calls)

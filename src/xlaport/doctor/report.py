@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import pages
+from .. import detect, pages
 from ..cost import PRICE_TERMS
 from ..text import plural
 from ..validate import fraction, integer, positive
@@ -117,6 +117,7 @@ class Report:
     cost: dict[str, Any] | None = None
     cost_inputs: CostInputs | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    torch_tpu: str | None = None  # which torch_tpu this environment has, from its package metadata (None: none)
 
     # ------------------------------------------------------------------ plain data
     def summary(self) -> dict[str, Any]:
@@ -158,6 +159,7 @@ class Report:
             "ops": None if self.ops is None else self.ops.__dict__,
             "probe": None if self.probe is None else self.probe.as_dict(),
             "cost": self.cost,
+            "torch_tpu": self.torch_tpu,
             "timings": {k: round(v, 2) for k, v in self.timings.items()},
         }
 
@@ -208,6 +210,8 @@ class Report:
         ]
         if self.probe is not None:
             L += ["", f"Recompile probe on {_code(self.probe.target)}: {_md(self.probe.verdict())}."]
+        if self.torch_tpu is not None:
+            L += ["", f"This environment's torch_tpu: {_md(self.torch_tpu)}."]
         if self.cost is not None:
             L += ["", f"Break-even: {_months(self.cost['break_even_months'])}; verdict **{self.cost['verdict']}**."]
         L += ["", h("Scan"), ""]
@@ -553,7 +557,8 @@ def diagnose(
     timings["scan"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     est = estimate(res, effort)
-    rep = Report(str(path), res, est, timings=timings, cost_inputs=cost)
+    installed = detect.torch_tpu_package()  # metadata only: Google's TorchTPU and Sophgo's share the module name
+    rep = Report(str(path), res, est, timings=timings, cost_inputs=cost, torch_tpu=installed and installed.describe())
     if cost is not None:
         rep.cost = _cost(cost, est)
     timings["effort and cost"] = time.perf_counter() - t0
