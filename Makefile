@@ -10,7 +10,8 @@ SHELL := /bin/bash
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 PY     := $(BIN)/python
-# First Python >= 3.11 on PATH (torch_tpu 0.2.0 needs 3.11+).
+# The emulator's Python: python3.11 first (requirements.lock is made for CPython 3.11), else the first 3.11+ on PATH.
+# The real targets have their own environments and Pythons: TorchTPU 0.2.0 3.11-3.14, TorchNeuron 3.12-3.14.
 SYSPY  ?= $(shell for p in python3.11 python3.12 python3.13 python3; do \
             command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { echo $$p; break; }; done)
 REQHASH := $(shell cat requirements.lock pyproject.toml | sha256sum | cut -c1-16)
@@ -23,7 +24,7 @@ PYTEST_ARGS ?=
 # 15 s instead of 6, in every chapter and every test subprocess.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: help venv lock lint format test test-params unit notebooks editions editions-run site book browser verify serve clean
+.PHONY: help venv lock lint format test test-params soak unit notebooks editions editions-run site book browser verify serve clean
 
 help:
 	@echo "make book    execute the notebooks once and build the site into _build/html"
@@ -34,14 +35,15 @@ help:
 	@echo "make lint    ruff (lint + format check) and mypy"
 	@echo "make lock   regenerate requirements.lock and requirements-tpu.lock (every package pinned, with hashes)"
 	@echo "make test-params  every chapter with each other seed and target its parameters cell offers (~25 min)"
+	@echo "make soak    every chapter twice side by side, then make test beside two busy loops (~30 min)"
 	@echo "make editions-run  each chapter's Colab/Jupyter edition run top to bottom in a fresh kernel (after make notebooks)"
 	@echo "make format  apply ruff's fixes and formatting"
 	@echo "make serve   serve _build/html on http://localhost:$(PORT)"
 	@echo "make clean   remove _build (keeps .venv)"
 
 $(STAMP): requirements.lock pyproject.toml
-	@if [ -z "$(SYSPY)" ]; then echo "error: Python 3.11 or newer is needed on PATH" >&2; exit 1; fi
-	@test -x $(PY) || { echo "creating $(VENV) with $(SYSPY)"; $(SYSPY) -m venv $(VENV); }
+	@if [ -z "$(SYSPY)" ]; then echo "error: Python 3.11 is needed on PATH (the emulator's requirements.lock is made for CPython 3.11)" >&2; exit 1; fi
+	@test -x $(PY) || { v=$$($(SYSPY) -c 'import sys; print("%d.%d" % sys.version_info[:2])'); 	  echo "creating $(VENV) with $(SYSPY) (Python $$v) for the emulator: torch 2.9.0 + torch_xla 2.9.0, locked for CPython 3.11"; 	  [ "$$v" = 3.11 ] || echo "note: Python $$v is not the 3.11 the lock is made for; if the install fails, put python3.11 on PATH"; 	  echo "(a TPU VM uses its own Python 3.11-3.14 environment from requirements-tpu.txt; TorchNeuron on Trainium needs Python 3.12-3.14: book/running.md)"; 	  $(SYSPY) -m venv $(VENV); }
 	@echo "installing requirements.lock (torch 2.9.0 + torch_xla 2.9.0 + the book toolchain, every package pinned and hashed; several GB on first run)"
 	@# uv (pinned and hashed in the lock, installed first by pip) fetches and unpacks in parallel: about 2 min instead
 	@# of pip's 5 on 2 cores. Where uv cannot reach the package index, pip installs the same lock.
@@ -127,6 +129,14 @@ endif
 browser: $(STAMP)
 	@test -f _build/html/index.html || { echo "no site yet: run 'make site' first" >&2; exit 1; }
 	XLAPORT_SITE_DIR=$(CURDIR)/_build/html $(PY) -m pytest $(XDIST) tests/site/test_browser.py -q -p no:cacheprovider
+
+# The chapters and the suite on a busy machine (scripts/soak.py): every chapter in two papermill processes at once,
+# then the whole of make test beside two busy loops. Each must pass: the chapters assert counts and CPU-time ratios,
+# which other work on the machine does not move. About 30 min on 2 cores; SOAK_ARGS goes to the chapters' run.
+.PHONY: soak
+soak: $(STAMP)
+	$(PY) scripts/soak.py chapters --json _build/soak/chapters.json $(SOAK_ARGS)
+	$(PY) scripts/soak.py busy 2 -- $(MAKE) --no-print-directory test
 
 # Each chapter again with the other values its parameters cell offers (metadata.xlaport.matrix): one value
 # changed at a time, executed into _build/params/. Too long for every CI run: a scheduled workflow runs it.

@@ -208,7 +208,8 @@ class Target:
             torch.accelerator.synchronize()
 
     def autocast(self, enabled: bool = True) -> contextlib.AbstractContextManager[Any]:
-        """``torch.autocast`` with the target's mixed-precision dtype (bf16 on TPU/Neuron)."""
+        """``torch.autocast`` with the target's mixed-precision dtype, always passed explicitly (bf16 on TPU and on
+        Neuron, where AWS names no default and PyTorch's default for the device would be float16)."""
         dtype = self.amp_dtype
         if dtype is None or not enabled:
             return contextlib.nullcontext()

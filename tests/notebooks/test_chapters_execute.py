@@ -2,7 +2,10 @@
 
 Each notebook asserts the effect it teaches, so a regression in the effect fails
 here. Its time budget (seconds, the budget the chapter declares) is in the
-notebook's metadata under ``xlaport.budget_s``; a run over 1.5x the budget fails. ``make test`` runs the chapters
+notebook's metadata under ``xlaport.budget_s``; a run whose kernel used more than 1.5x the budget in CPU time (user +
+system of the kernel and its children) fails. CPU time, not wall time: beside other work (a second chapter, a busy
+laptop, ``make soak``'s busy loops) a chapter waits longer for the same work, and its wall time says more about the
+machine than about the chapter; the wall time is printed and recorded beside it. ``make test`` runs the chapters
 on two pytest-xdist workers, longest budget first, with lint and the unit tests beside them at the lowest CPU priority
 (nice 19). A chapter runs mostly on one core (its CPU time is about its wall time), so two side by side on two cores
 take about what each takes alone: in four clean-clone runs all fourteen took 260-323 s, against 544 s one after
@@ -27,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 EXECUTED = ROOT / "_build" / "executed"
 TIMINGS = EXECUTED / "timings.json"
-SLACK = 1.5  # CI machines vary; a notebook must stay within 1.5x its budget
+SLACK = 1.5  # CI machines vary; a notebook's CPU time must stay within 1.5x its budget
 
 
 def _record(name: str, seconds: float, budget: float, cpu_s: float) -> None:
@@ -69,4 +72,4 @@ def test_notebook_runs(path: Path) -> None:
     seconds, cpu_s = time.perf_counter() - start, _children_cpu() - used
     _record(path.stem, seconds, budget, cpu_s)
     print(f"{path.name}: {seconds:.1f} s, {cpu_s:.1f} s of CPU (budget {budget:.0f} s)")
-    assert seconds <= budget * SLACK, f"{path.name} took {seconds:.1f} s, budget {budget:.0f} s"
+    assert cpu_s <= budget * SLACK, f"{path.name} used {cpu_s:.1f} s of CPU ({seconds:.1f} s waited), budget {budget:.0f} s"
