@@ -191,7 +191,7 @@ def test_every_chip_has_bandwidths_with_source_and_date() -> None:
         c = cost.chip(cid)
         for key in ("hbm_bandwidth", "chip_to_chip_bandwidth"):
             f = c.facts[key]
-            assert f.source and f.date == "2026-12-01", (cid, key)
+            assert f.source and f.date >= "2026-12-01", (cid, key)  # re-read in December 2026
         assert 400e9 <= c.hbm_bytes_per_s <= 8e12 and 300e9 <= c.link_bytes_per_s <= 2e12
 
 

@@ -163,3 +163,49 @@ def test_doctor_break_even_takes_mfu_from_the_entry_estimate(
     assert f"{band['from']['mfu'][0]:.0%}" in c["current"]  # the break-even used the slow end, not an assumption
     lo, hi = c["break_even_months_band"]
     assert hi == c["break_even_months"] and lo > 0
+
+
+MIXTRAL = dict(
+    model_type="mixtral", hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
+    num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2, vocab_size=1000, tie_word_embeddings=False,
+)  # fmt: skip
+
+
+def test_a_mixture_of_experts_counts_its_grouped_matmuls() -> None:
+    """transformers runs Mixtral's experts through torch._grouped_mm, which torch's FLOP counter has no formula for:
+    the trace counts it (2 x tokens x K x N through each token's experts), so the step's FLOPs are the active
+    parameters' 6 x N x T plus attention, not the attention and the dense layers alone."""
+    from xlaport.perf.estimate import estimate
+
+    seq = 2048
+    est = estimate(MIXTRAL, mode="training", batch=1, seq_len=seq, chip_ids=["tpu_v6e"])
+    per_layer = 256 * (256 + 128 + 128 + 256) + 2 * 3 * 256 * 512 + 256 * 4  # attention, 2 of 4 experts, router
+    active = 2 * per_layer + 256 * 1000  # and the output layer
+    attention = 12 * 2 * 256 * seq * seq  # QK^T and PV, forward and backward, both layers (no causal halving)
+    assert est.trace.flop == pytest.approx(6 * active * seq + attention, rel=1e-6)
+    assert any(o.name == "_grouped_mm" and o.flop > 0 for o in est.trace.ops)
+    assert est.trace.uncounted == {}
+
+
+def test_a_contraction_without_a_formula_is_reported_not_counted_as_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    import torch
+
+    from xlaport.perf.trace import is_uncounted_contraction, trace_step
+
+    lib = torch.library.Library("xlaport_test", "FRAGMENT")
+    lib.define("fancy_matmul(Tensor a, Tensor b) -> Tensor")
+    lib.impl("fancy_matmul", lambda a, b: a.new_empty(a.shape[0], b.shape[1]), "Meta")
+
+    class Fancy(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.empty(8, 4))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.ops.xlaport_test.fancy_matmul(x, self.w)
+
+    with torch.device("meta"):
+        model, x = Fancy(), torch.empty(16, 8)
+    tr = trace_step(model, (x,), "inference")
+    assert tr.uncounted == {"fancy_matmul": 1} and tr.flop == 0 and tr.summary()["uncounted"] == {"fancy_matmul": 1}
+    assert is_uncounted_contraction("_grouped_mm") and not is_uncounted_contraction("add")

@@ -84,6 +84,9 @@ def run(args: argparse.Namespace) -> int:
                 f"{mtok[0]:.3g}–{mtok[1]:.3g}" if mtok else "",
             )
         )
+    if s["uncounted"]:  # a contraction with no FLOP formula: say so, never a silent zero
+        ops = ", ".join(f"{name} ({calls}x)" for name, calls in s["uncounted"].items())
+        print(f"not counted: {ops}: no FLOP formula, so their matrix FLOPs are missing from the step", file=sys.stderr)
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
     for line in (head, *rows):
         print("  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip())

@@ -4,7 +4,11 @@
 (``mode="training"``), under a dispatch mode that sees every ATen op. Per op it records
 
 * **FLOPs**: PyTorch's own formulas (``torch.utils.flop_counter.flop_registry``: mm, addmm, bmm,
-  convolution, ...). ``scaled_dot_product_attention`` is counted as the one fused kernel every backend
+  convolution, ...), and this module's for the contractions that registry lacks (:data:`EXTRA_FLOPS`: the
+  grouped matmuls of mixture-of-experts layers, ``_grouped_mm`` and ``_scaled_grouped_mm``; ``mv``, ``addmv``,
+  ``dot``, ``addbmm``, ``_int_mm`` and the int8/int4 weight-packed matmuls). A contraction with no formula
+  at all is never counted as zero in silence: it is listed in :attr:`StepTrace.uncounted`, and the estimate
+  says its matrix FLOPs are missing. ``scaled_dot_product_attention`` is counted as the one fused kernel every backend
   dispatches it to (flash or memory-efficient attention): QK^T and PV forward, twice that backward, as
   PaLM's accounting does (the math path computes the result on ``meta`` without being counted). Ops
   without a formula (elementwise, softmax, norms) count one FLOP per output element as *vector* FLOPs,
@@ -50,8 +54,9 @@ OPTIMIZERS: dict[str, tuple[int, int, int, int]] = {
     "sgd_momentum": (1, 3, 2, 4),
 }
 
-_MATMUL = {"mm", "addmm", "matmul", "linear", "_scaled_mm", "addmv", "mv"}
-_BMM = {"bmm", "baddbmm"}
+_MATMUL = {"mm", "addmm", "matmul", "linear", "_scaled_mm", "addmv", "mv", "dot", "vdot", "_int_mm"}
+_MATMUL |= {"_grouped_mm", "_scaled_grouped_mm", "_weight_int8pack_mm", "_weight_int4pack_mm"}
+_BMM = {"bmm", "baddbmm", "addbmm"}
 _ATTENTION = {
     "_scaled_dot_product_flash_attention",
     "_scaled_dot_product_efficient_attention",
@@ -84,6 +89,53 @@ _LOSS = {"nll_loss_forward", "nll_loss_backward", "nll_loss2d_forward", "nll_los
 _CREATE = {"empty", "zeros", "ones", "full", "arange", "scalar_tensor", "empty_strided", "zeros_like", "ones_like"}
 _CREATE |= {"empty_like", "full_like", "new_empty", "new_zeros", "new_ones", "randn", "rand", "randint", "tril"}
 _CREATE |= {"triu", "lift_fresh", "_to_copy", "copy_", "clone", "cat", "stack", "_unsafe_view", "contiguous"}
+
+
+def _grouped_mm_flop(a: Any, b: Any) -> float:
+    """2 x multiply-adds of ``torch._grouped_mm(a, b, offs)`` for each layout it takes: (M, K) x (G, K, N) routes
+    each of M rows through one group's weight; (G, M, K) x (G, K, N) is a batched matmul; (M, K) x (K, N) with groups
+    along K (a weight gradient) and (G, M, K) x (K, N) with groups along N each reduce every output once over K."""
+    if a.dim() == 2 and b.dim() == 3:
+        return 2.0 * a.shape[0] * a.shape[1] * b.shape[2]
+    if a.dim() == 3 and b.dim() == 3:
+        return 2.0 * a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
+    if a.dim() == 2 and b.dim() == 2:
+        return 2.0 * a.shape[0] * a.shape[1] * b.shape[1]
+    if a.dim() == 3 and b.dim() == 2:
+        return 2.0 * a.shape[1] * a.shape[2] * b.shape[1]
+    raise ValueError(f"_grouped_mm of a {a.dim()}-D and a {b.dim()}-D tensor")
+
+
+def _mm_like(a: Any, b: Any) -> float:
+    """2 x M x K x N for (..., M, K) x (K, N) or a matrix-vector product."""
+    m = a.numel() // a.shape[-1] if a.dim() else 1
+    n = b.shape[-1] if b.dim() == 2 else 1
+    return 2.0 * m * a.shape[-1] * n
+
+
+# Matrix FLOPs for contractions torch.utils.flop_counter has no formula for (torch 2.9): op name -> f(args, out).
+EXTRA_FLOPS: dict[str, Callable[..., float]] = {
+    "_grouped_mm": lambda args, out: _grouped_mm_flop(args[0], args[1]),
+    "_scaled_grouped_mm": lambda args, out: _grouped_mm_flop(args[0], args[1]),
+    "mv": lambda args, out: _mm_like(args[0], args[1]),
+    "addmv": lambda args, out: _mm_like(args[1], args[2]),
+    "dot": lambda args, out: 2.0 * args[0].numel(),
+    "vdot": lambda args, out: 2.0 * args[0].numel(),
+    "addbmm": lambda args, out: 2.0 * args[1].shape[0] * args[1].shape[1] * args[1].shape[2] * args[2].shape[2],
+    "_int_mm": lambda args, out: _mm_like(args[0], args[1]),
+    "_weight_int8pack_mm": lambda args, out: (
+        2.0 * (args[0].numel() // args[0].shape[-1]) * args[0].shape[-1] * args[1].shape[0]
+    ),
+    "_weight_int4pack_mm": lambda args, out: 2.0 * out.numel() * args[0].shape[-1],
+}
+
+# A name that says "contraction": such an op with no formula in either table is reported, never counted as zero.
+_CONTRACTION_WORDS = ("mm", "matmul", "conv", "einsum", "bmm", "attention", "linear", "tensordot")
+
+
+def is_uncounted_contraction(name: str) -> bool:
+    """Whether an op with no FLOP formula looks like a contraction (so its matrix FLOPs would be missing)."""
+    return any(w in name for w in _CONTRACTION_WORDS)
 
 
 def op_class(name: str) -> str:
@@ -143,6 +195,8 @@ class StepTrace:
     items: int  # samples in the batch
     optimizer: str = ""
     notes: list[str] = field(default_factory=list)
+    # contractions with no FLOP formula (op name -> calls): their matrix FLOPs are missing from ``flop``
+    uncounted: dict[str, int] = field(default_factory=dict)
 
     @property
     def flop(self) -> float:
@@ -200,6 +254,7 @@ class StepTrace:
             "tokens": self.tokens,
             "items": self.items,
             "ops": sum(o.calls for o in self.ops),
+            "uncounted": dict(self.uncounted),
         }
 
 
@@ -228,6 +283,7 @@ def _make_mode() -> Any:
             self.phase = "forward"
             self.suspended = 0
             self.ops: dict[tuple[str, str, str], OpCount] = {}
+            self.uncounted: dict[str, int] = {}
 
         def record(self, name: str, cls: str, flop: float, moved: float) -> None:
             key = (name, self.phase, cls)
@@ -256,8 +312,13 @@ def _make_mode() -> Any:
             outs = _tensors(out)
             rec.bytes += sum(_nbytes(t) for t in ins) + sum(_nbytes(t) for t in outs)
             fn = flop_registry.get(func._overloadpacket)
+            extra = EXTRA_FLOPS.get(name)
             if fn is not None:
                 rec.flop += float(fn(*args, **kwargs, out_val=out))
+            elif extra is not None:
+                rec.flop += float(extra(args, out))
+            elif is_uncounted_contraction(name):
+                self.uncounted[name] = self.uncounted.get(name, 0) + 1
             elif op_class(name) not in ("copy", "embedding"):
                 rec.vector_flop += float(sum(t.numel() for t in outs))
             return out
@@ -466,6 +527,7 @@ def trace_step(
         items=items,
         optimizer=optimizer if train else "",
         notes=notes,
+        uncounted=dict(counter.uncounted),
     )
 
 
@@ -507,4 +569,5 @@ def trace_call(fn: Callable[..., Any], inputs: Sequence[Any], *, tokens: int = 0
         tokens=int(tokens),
         items=int(first.shape[0]) if first is not None and first.dim() > 0 else 1,
         notes=["counted as run: phases not separated"],
+        uncounted=dict(counter.uncounted),
     )
