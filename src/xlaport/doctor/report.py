@@ -558,7 +558,9 @@ def diagnose(
     t0 = time.perf_counter()
     est = estimate(res, effort)
     installed = detect.torch_tpu_package()  # metadata only: Google's TorchTPU and Sophgo's share the module name
-    rep = Report(str(path), res, est, timings=timings, cost_inputs=cost, torch_tpu=installed and installed.describe())
+    rep = Report(
+        str(path), res, est, timings=timings, cost_inputs=cost, torch_tpu=installed.describe() if installed else None
+    )
     if cost is not None:
         rep.cost = _cost(cost, est)
     timings["effort and cost"] = time.perf_counter() - t0
