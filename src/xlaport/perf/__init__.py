@@ -13,6 +13,8 @@ Modules (torch is imported only when a trace runs):
 - :mod:`~xlaport.perf.estimate`: load a model (``module:factory``, a transformers config), trace, estimate every chip.
 - :mod:`~xlaport.perf.bench`: this CPU measured, and predicted vs measured step times on it.
 - :mod:`~xlaport.perf.claims`: the launch figures in the data file checked against physics.
+- :mod:`~xlaport.perf.published`: measured runs from published sources (MaxText, torchtitan, NeMo, vLLM, Neuron,
+  MLPerf), each with its source and quote, a held-out third marked before any fit.
 - :mod:`~xlaport.perf.report`: the results above as table rows for a notebook or a report.
 
 ``xlaport estimate`` is the command line.
@@ -58,6 +60,8 @@ _EXPORTS = {
     "flux_claim": "claims",
     "qwen3_mfu_claim": "claims",
     "price_claim": "claims",
+    "PublishedRun": "published",
+    "published_runs": "published",
     "regimes_table": "report",
     "estimate_table": "report",
     "decode_table": "report",
