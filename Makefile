@@ -87,8 +87,9 @@ unit: $(STAMP)
 # and site tests (JOBS workers; each module's tests on one worker, so its fixtures are set up once): they run on the
 # CPU the chapters leave idle and yield it when a chapter wants it. After the chapters, the strict site build from the
 # executed copies, then what reads the build (marker `built`: every page in a real browser, the reader editions of
-# this run's chapters) on every core, while lint and the unit tests finish at their low priority; their log comes
-# last (and stays in _build/test-units.log). JOBS=1: one pytest process at a time, nothing beside another.
+# this run's chapters) on every core; then lint and the unit tests go back to normal priority to finish (where the
+# user may raise a priority: root, as in CI), so that other work on a busy machine does not starve them. Their log
+# comes last (and stays in _build/test-units.log). JOBS=1: one pytest process at a time, nothing beside another.
 JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n < 4 ? n : 4 )))
 XDIST = $(if $(filter-out 0 1,$(JOBS)),-n $(JOBS) --dist loadgroup,)
 
@@ -102,7 +103,7 @@ test-units: $(STAMP)
 	$(UNITS_CMD)
 
 test: $(STAMP)
-	@mkdir -p _build && rm -f _build/test-units.rc
+	@mkdir -p _build && rm -f _build/test-units.rc _build/test-units.sid
 ifeq ($(filter-out 0 1,$(JOBS)),)
 	$(LINT_CMD)
 	$(UNITS_CMD)
@@ -113,11 +114,13 @@ else
 	@echo "lint and the unit and site tests run at the lowest priority beside the chapters, the site build and the"
 	@echo "browser tests; their log comes last"
 	@# (no recursive make here: make -n runs any recipe line that names it)
-	@( rc=0; scripts/lowest_priority.sh bash -eo pipefail -c '$(LINT_CMD) && $(UNITS_CMD)' > _build/test-units.log 2>&1 || rc=$$?; \
+	@( rc=0; scripts/lowest_priority.sh --pidfile _build/test-units.sid bash -eo pipefail -c '$(LINT_CMD) && $(UNITS_CMD)' \
+	     > _build/test-units.log 2>&1 || rc=$$?; \
 	   echo $$rc > _build/test-units.rc ) & \
 	rc=0; $(PY) -m pytest $(XDIST) -m notebook $(DURATIONS) $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc = 0 ]; then $(PY) scripts/build_site.py || rc=$$?; fi; \
 	if [ $$rc = 0 ]; then $(BUILT_CMD) || rc=$$?; fi; \
+	scripts/lowest_priority.sh --restore _build/test-units.sid; \
 	wait; echo "--- lint, unit and site tests (_build/test-units.log) ---"; cat _build/test-units.log; \
 	units=$$(cat _build/test-units.rc); \
 	echo "chapters, site build and browser tests: exit $$rc; lint, unit and site tests: exit $$units"; \

@@ -123,11 +123,13 @@ def _link(page: str) -> str:
 def sessions_md(timings: dict[str, float], root: Path = ROOT, wpm: int = WORDS_PER_MINUTE, venv: Path = VENV) -> str:
     """The session table (pages, prerequisites, each part of a session's time) and the per-exercise estimates."""
     install = install_minutes(venv)
-    lines = [
-        # the total first: the number a team lead comes for stays on screen when the table scrolls on a phone
-        "| session | total (min) | pages | needs | run (s) | reading (min) | exercises (min) | setup (min) "
-        "| discussion (min) |",
-        "|---|--:|---|---|--:|--:|--:|--:|--:|",
+    # Two narrow tables rather than one of nine columns, which on a laptop hid its last column behind a scroll whose
+    # bar sat below the fold: what each session covers, then where its minutes go (each part rounded up to a whole
+    # minute, and the total their sum, so that every row adds up as printed).
+    lines = ["| session | pages | needs | total (min) |", "|---|---|---|--:|"]
+    parts = [
+        "| session | run | reading | exercises | setup | discussion | total |",
+        "|---|--:|--:|--:|--:|--:|--:|",
     ]
     per_exercise = []
     for i, s in enumerate(SESSIONS, 1):
@@ -144,17 +146,17 @@ def sessions_md(timings: dict[str, float], root: Path = ROOT, wpm: int = WORDS_P
         exercises = [(p, *e) for p in s.pages for e in exercise_minutes(p, root)]
         per_exercise += [(i, *e) for e in exercises]
         ex_min = sum(m for *_, m in exercises)
-        setup = (install[1] if install else 0.0) + JUPYTERLAB_SETUP_MINUTES if i == 1 else 0.0
-        work = run / 60 + words / wpm + ex_min + setup
-        discussion = work * DISCUSSION_SHARE / (1 - DISCUSSION_SHARE)
-        minutes = work + discussion
+        setup = math.ceil((install[1] if install else 0.0) + JUPYTERLAB_SETUP_MINUTES) if i == 1 else 0
+        run_min, reading = math.ceil(run / 60), math.ceil(words / wpm)
+        work = run_min + reading + ex_min + setup
+        discussion = math.ceil(work * DISCUSSION_SHARE / (1 - DISCUSSION_SHARE))
+        total = work + discussion
         needs = ", ".join(str(n) for n in s.prerequisites) or "none"
-        run_s = f"{run:.0f}" + (" (+ not yet run: " + ", ".join(unmeasured) + ")" if unmeasured else "")
+        run_cell = f"{run_min}" + (" (+ not yet run: " + ", ".join(unmeasured) + ")" if unmeasured else "")
         pages = ", ".join(_link(p) for p in s.pages)
-        lines.append(
-            f"| {i}. {s.title} | {math.ceil(minutes)} | {pages} | {needs} | {run_s} | {math.ceil(words / wpm)} | "
-            f"{ex_min} | {math.ceil(setup)} | {math.ceil(discussion)} |"
-        )
+        lines.append(f"| {i}. {s.title} | {pages} | {needs} | {total} |")
+        parts.append(f"| {i} | {run_cell} | {reading} | {ex_min} | {setup} | {discussion} | {total} |")
+    lines += ["", "Minutes per part of each session:", "", *parts]
     lines.append("")
     size = (
         f"the emulator environment measured on the build machine, {install[0]:.1f} GB installed; assumed: half of "
@@ -167,7 +169,7 @@ def sessions_md(timings: dict[str, float], root: Path = ROOT, wpm: int = WORDS_P
         "How each number is obtained:",
         "",
         "- **run**: the chapters' measured execution time in the last `make test` on the CI machine (two "
-        "cores, two chapters side by side, each on about one core).",
+        "cores, two chapters side by side, each on about one core), rounded up to a whole minute.",
         f"- **reading**: every markdown and code cell's words at an assumed {wpm} words per minute.",
         f"- **exercises**: per exercise, {EXERCISE_BASE_MINUTES} minutes to read the task, run the check and read "
         f"its verdict, plus {MINUTES_PER_NEW_LINE} minutes per line of the reference solution that is new (not "

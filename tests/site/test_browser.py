@@ -646,6 +646,38 @@ def test_every_table_column_is_visible_or_scrolls_into_view(
     assert not problems, f"{page} at {viewport['width']} px:\n  " + "\n  ".join(problems)
 
 
+# Tables a reader takes in whole on a laptop: at desktop width every table on these pages shows all its columns with
+# nothing to scroll. The rule above lets a table scroll when it cannot fit, with a scrollbar and a faded edge; on the
+# curriculum page a nine-column table needed 16 px more than its 745 px box, and the faded last column, with the
+# scrollbar below the fold of a tall table, read as blurred numbers rather than as more to see.
+DESKTOP_FIT_PAGES = ("book/curriculum.html",)
+
+TABLES_SCROLL_JS = r"""
+() => [...document.querySelectorAll('article table, .bd-article table, main table')]
+  .filter(t => t.offsetParent !== null)
+  .map(t => {
+    let box = t.parentElement;
+    while (box && box !== document.body && !['auto', 'scroll'].includes(getComputedStyle(box).overflowX)) {
+      box = box.parentElement;
+    }
+    const head = [...t.rows[0].cells].map(c => c.textContent.trim().slice(0, 20)).join(' | ').slice(0, 80);
+    return box && box !== document.body && box.scrollWidth > box.clientWidth + 1
+      ? `table [${head}] scrolls: ${box.scrollWidth} px of content in ${box.clientWidth} px` : null;
+  })
+  .filter(Boolean)
+"""
+
+
+@site_only
+@pytest.mark.parametrize("page", DESKTOP_FIT_PAGES)
+def test_tables_a_reader_takes_in_whole_fit_at_desktop_width(browser: Browser, site: str, page: str) -> None:
+    context, p = _open(browser, f"{site}/{page}")
+    p.evaluate("document.fonts.ready")
+    problems = p.evaluate(TABLES_SCROLL_JS)
+    context.close()
+    assert not problems, f"{page} at {DESKTOP['width']} px:\n  " + "\n  ".join(problems)
+
+
 # Prose typeset as maths: two unescaped "$" in a line of markdown (two prices) open a MyST formula, and MathJax sets
 # the words between them in italics, off the column. Rule: an inline maths node in a paragraph, list item or table
 # cell is prose if its TeX source, with its commands and their {arguments} (\text{...}, \mathrm{...}) taken out,

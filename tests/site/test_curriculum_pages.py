@@ -30,13 +30,18 @@ def test_prerequisites_come_earlier() -> None:
 
 def test_durations_follow_the_measured_inputs(tmp_path: Path) -> None:
     timings = {"01_first_steps": 600.0}
-    row = next(line for line in cp.sessions_md(timings, venv=tmp_path).splitlines() if line.startswith("| 1."))
+    md = cp.sessions_md(timings, venv=tmp_path)
+    row = next(line for line in md.splitlines() if line.startswith("| 1."))
+    parts = next(line for line in md.splitlines() if line.startswith("| 1 |"))
     s = cp.SESSIONS[0]
     words = sum(cp.page_words(p) for p in s.pages)
     ex = sum(m for p in s.pages for *_, m in cp.exercise_minutes(p))
-    work = 600 / 60 + words / cp.WORDS_PER_MINUTE + ex + cp.JUPYTERLAB_SETUP_MINUTES  # no venv here: no install
-    want = work / (1 - cp.DISCUSSION_SHARE)
-    assert row.split(" | ")[1] == f"{int(-(-want // 1))}", row  # the total, right after the session
+    work = 10 + -(-words // cp.WORDS_PER_MINUTE) + ex + cp.JUPYTERLAB_SETUP_MINUTES  # no venv here: no install
+    discussion = -(-work * cp.DISCUSSION_SHARE // (1 - cp.DISCUSSION_SHARE))
+    assert row.split(" | ")[-1].rstrip(" |") == f"{int(work + discussion)}", row  # the session's total
+    cells = [int(c) for c in parts.strip("| ").split(" | ")]
+    assert cells[1] == 10 and cells[-1] == sum(cells[1:-1]) == int(work + discussion), parts  # the parts add up
+    assert all(len(line.split(" | ")) <= 7 for line in md.splitlines() if line.startswith("| ")), "a table too wide"
     (tmp_path / "t.json").write_text(json.dumps({"x": {"budget_s": 1, "seconds": 2.5}}))
     assert cp.load_timings(tmp_path / "t.json") == {"x": 2.5}
     assert cp.load_timings(tmp_path / "missing.json") == {}
