@@ -15,6 +15,8 @@ Modules (torch is imported only when a trace runs):
 - :mod:`~xlaport.perf.claims`: the launch figures in the data file checked against physics.
 - :mod:`~xlaport.perf.published`: measured runs from published sources (MaxText, torchtitan, NeMo, vLLM, Neuron,
   MLPerf), each with its source and quote, a held-out third marked before any fit.
+- :mod:`~xlaport.perf.calibrate`: how much of the roofline published training runs achieve, per chip family, stack
+  and regime, fitted without the held-out runs and checked on them.
 - :mod:`~xlaport.perf.report`: the results above as table rows for a notebook or a report.
 
 ``xlaport estimate`` is the command line.

@@ -12,6 +12,7 @@ data file                              where the date is
 ``torch_tpu-0.2.0-*.json``             ``checked`` at the top: the day the wheel was read (the scripts write it)
 ``hardware.toml``                      ``checked`` on every chip value, claim and model table (its ``date`` is
                                        when the source published the value, a different date)
+``published_runs.toml``                ``date_read`` in every run's ``source``
 =====================================  ==========================================================
 
 :func:`dated_facts` collects them and refuses a fact without a date (or with a malformed one, or one in the
@@ -47,6 +48,7 @@ FILES: tuple[str, ...] = (
     "torch_tpu-0.2.0-ops.json",
     "torch_tpu-0.2.0-api-surface.json",
     "hardware.toml",
+    "published_runs.toml",
 )
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
@@ -133,6 +135,15 @@ def _hardware(text: str) -> Iterator[DatedFact]:
                     )
 
 
+def _published_runs(text: str) -> Iterator[DatedFact]:
+    file = "published_runs.toml"
+    for r in tomllib.loads(text).get("runs", []):
+        src = r.get("source", {})
+        fact = f"run {r.get('id', '?')}"
+        where = src.get("url") or f"{src.get('repo', '?')} {src.get('path', '?')} @ {str(src.get('commit', '?'))[:12]}"
+        yield DatedFact(file, fact, _date(file, fact, src.get("date_read"), "date_read"), str(where))
+
+
 def _wheel_json(file: str, text: str) -> Iterator[DatedFact]:
     raw = json.loads(text)
     day = _date(file, "the wheel's facts", raw.get("checked"))
@@ -163,6 +174,8 @@ def dated_facts() -> tuple[DatedFact, ...]:
             out += _neuron_ops(text)
         elif file == "hardware.toml":
             out += _hardware(text)
+        elif file == "published_runs.toml":
+            out += _published_runs(text)
         else:
             out += _wheel_json(file, text)
     return tuple(out)
