@@ -133,7 +133,7 @@ def test_cli_prints_a_table_and_json(capsys: pytest.CaptureFixture[str], tmp_pat
     args = ["estimate", f"{p}:build", "--input", "32x64", "--chip", "tpu_v6e", "--mode", "inference"]
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert "tpu_v6e" in out and "MFU" in out
+    assert "tpu_v6e" in out and "not calibrated" in out and "µs" in out  # inference: the band, no calibration yet
     assert main([*args, "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["trace"]["flop"] == 2 * 32 * (64 * 256 + 256 * 64)
@@ -209,3 +209,27 @@ def test_a_contraction_without_a_formula_is_reported_not_counted_as_zero(capsys:
     tr = trace_step(model, (x,), "inference")
     assert tr.uncounted == {"fancy_matmul": 1} and tr.flop == 0 and tr.summary()["uncounted"] == {"fancy_matmul": 1}
     assert is_uncounted_contraction("_grouped_mm") and not is_uncounted_contraction("add")
+
+
+def test_a_training_estimate_gives_the_floor_the_expected_step_and_its_interval(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import json
+
+    from xlaport.perf import published
+
+    p = tmp_path / "model.py"
+    p.write_text(
+        "import torch\ndef build():\n    return torch.nn.Sequential(torch.nn.Linear(512, 2048), torch.nn.Linear(2048, 512))\n"
+    )
+    assert (
+        main(["estimate", f"{p}:build", "--input", "64x512", "--chip", "tpu_v6e", "--chip", "h100_sxm", "--json"]) == 0
+    )
+    held = {r.id for r in published.runs() if r.held_out}
+    for row in json.loads(capsys.readouterr().out)["chips"]:
+        floor, expected, (fast, slow) = row["floor_step_s"], row["expected_step_s"], row["interval_step_s"]
+        assert 0 < floor <= fast <= expected <= slow <= 2 * fast + 1e-12, row
+        assert row["fits"] is True and row["calibrated_on"]["runs"] and not set(row["calibrated_on"]["runs"]) & held
+    assert main(["estimate", f"{p}:build", "--input", "64x512", "--chip", "tpu_v6e"]) == 0
+    out, err = capsys.readouterr()
+    assert "expected (interval)" in out and "rests on: v" in err

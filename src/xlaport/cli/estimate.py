@@ -16,9 +16,10 @@ __all__ = ["configure", "run"]
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.description = (
-        "Trace one step of MODEL on the meta device (no weights, no memory) and, per chip, print the step's time "
-        "band (fused and overlapped .. unfused), the MFU band, the fewest chips whose HBM holds it (FSDP) and the "
-        "cost per step and per million tokens. MODEL is MODULE:FACTORY or FILE.py:FACTORY (returns an nn.Module "
+        "Trace one step of MODEL on the meta device (no weights, no memory) and, per chip, print the roofline floor, "
+        "the expected step calibrated on published training runs (with an interval and the runs it rests on), the "
+        "band (fused and overlapped .. unfused), the fewest chips whose HBM holds it (FSDP) and the cost per step "
+        "and per million tokens. MODEL is MODULE:FACTORY or FILE.py:FACTORY (returns an nn.Module "
         "or (module, inputs)), a transformers config.json, or a model named in the data file (qwen3_8b)."
     )
     p.add_argument("model", help="MODULE:FACTORY, FILE.py:FACTORY, config.json, or a known model name")
@@ -33,8 +34,18 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
+def _dur(s: float) -> str:
+    """A duration in ms below a second, else in s, three significant figures and no exponent."""
+    if s >= 1:
+        return f"{s:.3g} s" if s < 1000 else f"{s:,.0f} s"
+    return f"{s * 1e3:.3g} ms" if s >= 1e-3 else f"{s * 1e6:.3g} µs"
+
+
 def _ms(lo: float, hi: float) -> str:
-    return f"{lo * 1e3:.3g}–{hi * 1e3:.3g} ms"
+    a, b = _dur(lo), _dur(hi)
+    if a.split()[1] == b.split()[1]:  # one unit: "218–499 ms"
+        return f"{a.split()[0]}–{b}"
+    return f"{a}–{b}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,19 +78,24 @@ def run(args: argparse.Namespace) -> int:
         f"{args.model}: {args.mode} step, {s['params'] / 1e9:.3g} B parameters, {s['flop'] / 1e12:.4g} TFLOP, "
         f"{s['bytes_fused'] / 1e9:.3g}–{s['bytes_unfused'] / 1e9:.3g} GB moved, {s['ops']} ops ({s['dtype']})"
     )
-    head = ("chip", "chips", "fit", "step", "bound", "MFU", "$/step", "$/Mtok")
+    head = ("chip", "chips", "fit", "floor", "expected (interval)", "band", "bound", "$/step", "$/Mtok")
     rows = []
+    rests_on: dict[str, str] = {}
     for c in est.chips:
         r = c.row()
         mtok = r.get("usd_per_million_tokens")
+        exp = r["expected_step_s"]
+        if c.expected is not None:
+            rests_on[c.expected.level] = ", ".join(c.expected.rests_on)
         rows.append(
             (
                 r["chip"],
                 str(r["chips"]),
                 f"≥{r['fewest_chips']}" + ("" if r["sample_fits"] else " (TP/SP)"),
+                _dur(r["floor_step_s"]),
+                f"{_dur(exp)} ({_ms(*r['interval_step_s'])})" if exp is not None else "not calibrated",
                 _ms(*r["step_s"]),
                 r["low_bound"],
-                f"{r['mfu'][0]:.0%}–{r['mfu'][1]:.0%}",
                 f"{r['usd_per_step'][0]:.3g}–{r['usd_per_step'][1]:.3g}" if "usd_per_step" in r else "no price",
                 f"{mtok[0]:.3g}–{mtok[1]:.3g}" if mtok else "",
             )
@@ -91,8 +107,12 @@ def run(args: argparse.Namespace) -> int:
     for line in (head, *rows):
         print("  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip())
     print(
-        "step: fast end fused and overlapped, slow end unfused (eager); bound: what sets the fast end; "
+        "floor: every matmul at peak, fused and overlapped; expected: the floor over the fraction of it that published "
+        "training runs of the same chip family, stack and regime reached, with the spread of those runs (at most 2x; "
+        "inference is not calibrated yet); band: fused and overlapped .. unfused (eager); bound: what sets the floor; "
         "(TP/SP): one sample's activations exceed a chip, FSDP alone cannot fit it",
         file=sys.stderr,
     )
+    for level, ids in rests_on.items():
+        print(f"expected for {level} rests on: {ids}", file=sys.stderr)
     return 0

@@ -28,7 +28,17 @@ from .trace import Mode, StepTrace, trace_step
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["DTYPES", "ChipEstimate", "Estimate", "load_model", "example_inputs", "estimate", "estimate_trace"]
+__all__ = [
+    "DTYPES",
+    "ChipEstimate",
+    "Estimate",
+    "Expected",
+    "expected_step",
+    "load_model",
+    "example_inputs",
+    "estimate",
+    "estimate_trace",
+]
 
 DTYPES = ("bfloat16", "float16", "float32")
 
@@ -203,6 +213,38 @@ def example_inputs(model: Any, batch: int, seq_len: int, shapes: Sequence[str] =
 
 
 @dataclass(frozen=True)
+class Expected:
+    """The step time a published run of the same kind would suggest: the roofline floor over the fraction of it
+    that fitted published runs of the same chip family, stack and regime reached (:mod:`xlaport.perf.calibrate`)."""
+
+    floor_s: float  # the band's fast end: every matmul at peak, perfect fusion and overlap
+    expected_s: float
+    interval_s: tuple[float, float]  # (fast, slow)
+    stack: str  # the published stack the fraction comes from
+    level: str  # where the fit found its runs (e.g. "tpu/MaxText/dense", or a fallback)
+    rests_on: tuple[str, ...]  # the published runs behind it
+
+
+# The published training stack whose runs stand for each chip family (no TorchTPU or TorchNeuron training run has
+# been published yet: TPU rests on MaxText, which is JAX; Trainium has no published training run at all).
+CALIBRATION_STACK = {"tpu": "MaxText", "cuda": "torchtitan", "neuron": "NxD"}
+
+
+def expected_step(trace: StepTrace, m: Machine, b: Band) -> Expected | None:
+    """The calibrated step for a training trace (None for inference: not calibrated yet)."""
+    if trace.mode != "training" or not b.flop:
+        return None
+    from . import calibrate
+
+    family = str(cost.chip(m.id).family)
+    stack = CALIBRATION_STACK.get(family, "")
+    kind = "moe" if any(o.name in ("_grouped_mm", "_scaled_grouped_mm") for o in trace.ops) else "dense"
+    t, (fast, slow), ids, level = calibrate.predict(calibrate.fit(), family, stack, kind, b.compute_s)
+    floor = b.low_s
+    return Expected(floor, max(t, floor), (max(fast, floor), max(slow, floor)), stack, level, tuple(ids))
+
+
+@dataclass(frozen=True)
 class ChipEstimate:
     machine: Machine
     chips: int
@@ -211,6 +253,7 @@ class ChipEstimate:
     mfu: tuple[float, float]  # (slow end, fast end)
     cost: StepCost | None
     regimes: list[dict[str, Any]]
+    expected: Expected | None = None
 
     def row(self) -> dict[str, Any]:
         r: dict[str, Any] = {
@@ -224,6 +267,12 @@ class ChipEstimate:
             "low_bound": self.band.low_bound,
             "mfu": [self.mfu[0], self.mfu[1]],
             "collective_s": self.band.collective_s,
+            "floor_step_s": self.band.low_s,
+            "expected_step_s": None if self.expected is None else self.expected.expected_s,
+            "interval_step_s": None if self.expected is None else list(self.expected.interval_s),
+            "calibrated_on": None
+            if self.expected is None
+            else {"stack": self.expected.stack, "level": self.expected.level, "runs": list(self.expected.rests_on)},
         }
         if self.cost is not None:
             r["usd_per_chip_hour"] = self.cost.usd_per_chip_hour
@@ -262,7 +311,8 @@ def estimate_trace(
         c = None
         if m.usd_per_hour is not None:
             c = step_cost(b, m.usd_per_hour, items=trace.items, tokens=trace.tokens, steps_per_item=steps_per_item)
-        out.append(ChipEstimate(m, n, fit, b, b.mfu(m.peak_flop_per_s), c, regimes(trace, m, n)))
+        e = expected_step(trace, m, b)
+        out.append(ChipEstimate(m, n, fit, b, b.mfu(m.peak_flop_per_s), c, regimes(trace, m, n), e))
     return Estimate(trace, out)
 
 
