@@ -126,9 +126,10 @@ def sessions_md(timings: dict[str, float], root: Path = ROOT, wpm: int = WORDS_P
     # Two narrow tables rather than one of nine columns, which on a laptop hid its last column behind a scroll whose
     # bar sat below the fold: what each session covers, then where its minutes go (each part rounded up to a whole
     # minute, and the total their sum, so that every row adds up as printed).
-    lines = ["| session | pages | needs | total (min) |", "|---|---|---|--:|"]
+    # The total comes right after the session in both, so a phone shows it without scrolling.
+    lines = ["| session (after) | total (min) | pages |", "|---|--:|---|"]
     parts = [
-        "| session | run | reading | exercises | setup | discussion | total |",
+        "| session | total | run | reading | exercises | setup | discussion |",
         "|---|--:|--:|--:|--:|--:|--:|",
     ]
     per_exercise = []
@@ -151,11 +152,11 @@ def sessions_md(timings: dict[str, float], root: Path = ROOT, wpm: int = WORDS_P
         work = run_min + reading + ex_min + setup
         discussion = math.ceil(work * DISCUSSION_SHARE / (1 - DISCUSSION_SHARE))
         total = work + discussion
-        needs = ", ".join(str(n) for n in s.prerequisites) or "none"
+        needs = f" (after {', '.join(str(n) for n in s.prerequisites)})" if s.prerequisites else ""
         run_cell = f"{run_min}" + (" (+ not yet run: " + ", ".join(unmeasured) + ")" if unmeasured else "")
         pages = ", ".join(_link(p) for p in s.pages)
-        lines.append(f"| {i}. {s.title} | {pages} | {needs} | {total} |")
-        parts.append(f"| {i} | {run_cell} | {reading} | {ex_min} | {setup} | {discussion} | {total} |")
+        lines.append(f"| {i}. {s.title}{needs} | {total} | {pages} |")
+        parts.append(f"| {i} | {total} | {run_cell} | {reading} | {ex_min} | {setup} | {discussion} |")
     lines += ["", "Minutes per part of each session:", "", *parts]
     lines.append("")
     size = (
