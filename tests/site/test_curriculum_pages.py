@@ -57,7 +57,7 @@ def test_decision_band_spans_the_unverified_price() -> None:
     rows = [line for line in md.splitlines() if line.startswith("| ") and "$" in line and "profile" not in line]
     assert len(rows) == len(cp.PROFILES)
     for row in rows:
-        months = [float(x) if x != "never" else float("inf") for x in row.split("|")[2:-2]]
+        months = [float(x) if x.strip() != "never" else float("inf") for x in row.split("|")[2:-2]]
         # a dearer GPU makes the move pay back sooner (or not later)
         assert months == sorted(months, reverse=True), row
     assert "Trainium2" in md and re.search(r"\\\$\d+\.\d\d/chip-hour", md)

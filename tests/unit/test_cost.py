@@ -176,8 +176,8 @@ def test_fractions_above_one_are_rejected() -> None:
 def test_unknown_chip_and_missing_price() -> None:
     with pytest.raises(ValueError, match="unknown chip 'a100'; known: "):
         cost.chip("a100")
-    with pytest.raises(ValueError, match="no published on_demand price for h200"):
-        cost.chip("h200").usd_per_chip_hour()
+    with pytest.raises(ValueError, match="no published on_demand price for tpu_v7x"):
+        cost.chip("tpu_v7x").usd_per_chip_hour()
     with pytest.raises(ValueError, match="unknown price term"):
         cost.chip("tpu_v6e").usd_per_chip_hour("5yr")
 
@@ -231,7 +231,7 @@ def test_the_chips_the_book_compares_are_there() -> None:
 def test_unverified_values_are_flagged() -> None:
     # prices only seen second-hand must not read as verified
     assert not cost.chip("tpu_v5e").price_fact().verified
-    assert cost.chip("tpu_v5e").price_fact().evidence == "U"
+    assert cost.chip("tpu_v5e").price_fact().evidence == "V2"  # a price catalogue built from Google's, not its page
     assert not cost.chip("tpu_v6e").price_fact().verified  # V2: via copies of the GA blog
     assert cost.chip("tpu_v6e").facts["peak_bf16_dense"].verified
     for k, f in cost.claims().items():
@@ -294,7 +294,7 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
         ["cost", "tokens", "--chip", "tpu_v6e", "--params", "nan", "--mfu", "0.3"],
         ["cost", "tokens", "--chip", "tpu_v6e", "--params", "8e9", "--mfu", "-0.3"],
         ["cost", "tokens", "--chip", "a100", "--params", "8e9", "--mfu", "0.3"],
-        ["cost", "tokens", "--chip", "h200", "--params", "8e9", "--mfu", "0.3"],  # no published price
+        ["cost", "tokens", "--chip", "tpu_v7x", "--params", "8e9", "--mfu", "0.3"],  # no published price
         ["cost", "tokens", "--chip", "tpu_v6e", "--params", "8e9"],  # missing --mfu
         ["cost", "mfu", "--chip", "tpu_v6e", "--params", "8e9", "--tokens-per-s", "inf"],
         ["cost", "image", "--chip", "tpu_v6e", "--ms-per-step", "abc"],

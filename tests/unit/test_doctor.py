@@ -112,7 +112,7 @@ def test_cost_section_matches_xlaport_cost() -> None:
     [
         ({"from_chip": "a100"}, "unknown chip|no chip|a100"),
         ({"from_mfu": 1.5}, "from_mfu"),
-        ({"to_chip": "trn2"}, "no published on_demand price for trn2"),
+        ({"to_chip": "tpu_v7x"}, "no published on_demand price for tpu_v7x"),
         ({"from_chips": 0}, "from_chips"),
     ],
 )
