@@ -958,8 +958,11 @@ def test_prose_rules_catch_their_slips() -> None:
     """Each rule above fails on the slip it names and passes its fixed form."""
     assert _same_range("kept 0.01-0.01 of the fixed-shape throughput") == ["0.01-0.01"]
     assert _same_range("kept between 0.4% and 1.4% of it; steps 2 to 2") == []
-    assert _price_status_slips("H100 SXM at $12.29/h (on_demand, published), MFU 40%")
-    assert not _price_status_slips("H100 SXM at $12.29/h (on_demand, unverified), MFU 40%")
+    from xlaport import cost
+
+    h100 = f"{cost.chip('h100_sxm').price_fact().value:.2f}"  # the data file's H100 price, evidence U
+    assert _price_status_slips(f"H100 SXM at ${h100}/h (on_demand, published), MFU 40%")
+    assert not _price_status_slips(f"H100 SXM at ${h100}/h (on_demand, unverified), MFU 40%")
     out = (
         "a.py:1:2: error   [cuda-api] x\na.py:2:2: warning [cuda-api] y\n\ncuda-api               warning     2  fix\n"
     )
