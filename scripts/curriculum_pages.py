@@ -260,6 +260,13 @@ def decision_md() -> str:
         f"{trn2.peak_bf16_flop_per_s / tpu.peak_bf16_flop_per_s:.2f}× v6e's): a Trainium2 quote below it buys the "
         "same work for less."  # how to price a quote: the brief's next paragraph (book/decision_brief.md), once
     )
+    if trn2.has_price("on_demand"):
+        f = trn2.price_fact("on_demand")
+        lines[-1] += (
+            f" That parity price comes from v6e's {TPU_TERM} committed price; the data file's Trainium2 price is "
+            f"${f.value:.2f}/chip-hour on demand (evidence {f.evidence}), so set the parity price against a committed "
+            "Trainium2 quote, which the data file does not have."
+        )
     # Prices are dollars, not maths: two unescaped $ in a line open a MyST formula that swallows the words between.
     return escape_dollars("\n".join(lines) + "\n")
 
