@@ -7,6 +7,7 @@ Torch is imported only by the modules that need it: ``import xlaport`` is light.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 from ._lazy import lazy_exports
@@ -34,7 +35,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 # Where `import torch` ran first and autoloaded TorchTPU on a machine without a TPU, keep libtpu from waiting on the
 # cloud metadata server before anything asks it for devices (xlaport.detect.keep_libtpu_offline; torch-free).
-if "torch_tpu" in __import__("sys").modules:
+if "torch_tpu" in sys.modules:
     from .detect import keep_libtpu_offline as _keep_libtpu_offline
 
     _keep_libtpu_offline()

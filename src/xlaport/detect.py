@@ -192,7 +192,6 @@ def torch_tpu_package() -> TorchTpuPackage | None:
 # queries to the cloud metadata server and, finding no chip, fails at once. JAX sets it itself when its PCI scan
 # finds no TPU (jax/_src/cloud_tpu_init.py, jax 0.7.1).
 SKIP_METADATA_SWITCH = "TPU_SKIP_MDS_QUERY"
-_SET_HERE = False  # keep_libtpu_offline set it in os.environ (so later banners say who did)
 
 
 def keep_libtpu_offline(environ: MutableMapping[str, str] | None = None) -> str | None:
@@ -216,20 +215,15 @@ def keep_libtpu_offline(environ: MutableMapping[str, str] | None = None) -> str 
             f"[xlaport] note: the torch_tpu imported here is {pkg.describe()}; its 'tpu' device is not a Google TPU, "
             "and xlaport's tpu target (Google's TorchTPU) is emulated on this machine"
         )
-    global _SET_HERE
     env = os.environ if environ is None else environ
-    given = env.get(SKIP_METADATA_SWITCH)
-    if given is None:
-        env[SKIP_METADATA_SWITCH] = "1"
-        _SET_HERE = environ is None
-    what = "TorchTPU" if pkg is None or pkg.is_torchtpu else (pkg.describe() if pkg else "torch_tpu")
+    given = env.setdefault(SKIP_METADATA_SWITCH, "1")
+    what = "TorchTPU" if pkg is None or pkg.is_torchtpu else pkg.describe()
     switch = f"set {AUTOLOAD_SWITCH}=0 before Python starts to keep it out altogether (see the book's pitfalls page)"
-    if given is None or given.strip().lower() in ("1", "true", "yes"):
-        how = "xlaport set" if given is None or (_SET_HERE and environ is None) else "this process has"
+    if given.strip().lower() in ("1", "true", "yes"):
         return (
-            f"[xlaport] import torch autoloaded {what} on a machine without a TPU: {how} "
-            f"{SKIP_METADATA_SWITCH}={env[SKIP_METADATA_SWITCH]}, so libtpu finds no chip at once instead of waiting "
-            f"on the cloud metadata server; {switch}"
+            f"[xlaport] import torch autoloaded {what} on a machine without a TPU: {SKIP_METADATA_SWITCH}={given} is "
+            f"set for this process (xlaport sets it where it is unset), so libtpu finds no chip at once instead of "
+            f"waiting on the cloud metadata server; {switch}"
         )
     return (
         f"[xlaport] WARNING: import torch autoloaded {what} on a machine without a TPU, and "

@@ -113,7 +113,6 @@ def _no_skip_switch(monkeypatch: pytest.MonkeyPatch) -> None:
     """TPU_SKIP_MDS_QUERY unset for the test, and restored (removed) afterwards whatever the test set."""
     monkeypatch.setenv(detect.SKIP_METADATA_SWITCH, "restored-after-the-test")
     monkeypatch.delenv(detect.SKIP_METADATA_SWITCH)
-    monkeypatch.setattr(detect, "_SET_HERE", False)
 
 
 def test_banner_and_cli_say_when_torch_tpu_was_autoloaded(
@@ -131,11 +130,13 @@ def test_banner_and_cli_say_when_torch_tpu_was_autoloaded(
     monkeypatch.setattr(detect, "torch_tpu_package", lambda: detect.TorchTpuPackage("torch_tpu", "0.2.0", "google"))
     banner = xlaport.target("cpu").banner()
     line = banner.splitlines()[1]
-    assert line.startswith("[xlaport] import torch autoloaded TorchTPU on a machine without a TPU: xlaport set ")
+    assert line.startswith(
+        "[xlaport] import torch autoloaded TorchTPU on a machine without a TPU: TPU_SKIP_MDS_QUERY=1"
+    )
     assert "TPU_SKIP_MDS_QUERY=1" in line and "TORCH_DEVICE_BACKEND_AUTOLOAD=0" in line
     assert os.environ[detect.SKIP_METADATA_SWITCH] == "1"
     assert main(["target", "cpu"]) == 0
-    assert "xlaport set TPU_SKIP_MDS_QUERY=1" in capsys.readouterr().out
+    assert "TPU_SKIP_MDS_QUERY=1 is set for this process" in capsys.readouterr().out
 
 
 def test_keep_libtpu_offline_keeps_what_the_reader_set(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -143,11 +144,13 @@ def test_keep_libtpu_offline_keeps_what_the_reader_set(monkeypatch: pytest.Monke
     monkeypatch.setattr(detect, "tpu_chips", lambda *a, **k: [])
     monkeypatch.setattr(detect, "torch_tpu_package", lambda: detect.TorchTpuPackage("torch_tpu", "0.2.0", "google"))
     env: dict[str, str] = {}
-    assert "xlaport set TPU_SKIP_MDS_QUERY=1" in (detect.keep_libtpu_offline(env) or "") and env == {
+    assert "TPU_SKIP_MDS_QUERY=1 is set for this process" in (detect.keep_libtpu_offline(env) or "") and env == {
         "TPU_SKIP_MDS_QUERY": "1"
     }
     env = {"TPU_SKIP_MDS_QUERY": "1"}
-    assert "this process has TPU_SKIP_MDS_QUERY=1" in (detect.keep_libtpu_offline(env) or "")
+    assert "TPU_SKIP_MDS_QUERY=1 is set" in (detect.keep_libtpu_offline(env) or "") and env == {
+        "TPU_SKIP_MDS_QUERY": "1"
+    }
     env = {"TPU_SKIP_MDS_QUERY": "0"}  # the reader's value stands, and the line says what it risks
     line = detect.keep_libtpu_offline(env) or ""
     assert env == {"TPU_SKIP_MDS_QUERY": "0"} and line.startswith("[xlaport] WARNING:") and "may wait" in line
@@ -240,4 +243,6 @@ def test_an_autoloaded_torch_tpu_without_a_switch_is_defused_before_any_backward
         "1" if order == "torch first" else "None"
     )  # xlaport first: torch (and so torch_tpu) comes later
     assert out[-2] == f"{expected_at_import} 1 [3.0, 3.0]", out
-    assert out[-1].startswith("[xlaport] import torch autoloaded TorchTPU on a machine without a TPU: xlaport set")
+    assert out[-1].startswith(
+        "[xlaport] import torch autoloaded TorchTPU on a machine without a TPU: TPU_SKIP_MDS_QUERY=1"
+    )

@@ -28,6 +28,8 @@ from .trace import Mode, StepTrace, trace_step
 if TYPE_CHECKING:
     import torch
 
+    from .calibrate import Calibration
+
 __all__ = [
     "DTYPES",
     "ChipEstimate",
@@ -230,8 +232,9 @@ class Expected:
 CALIBRATION_STACK = {"tpu": "MaxText", "cuda": "torchtitan", "neuron": "NxD"}
 
 
-def expected_step(trace: StepTrace, m: Machine, b: Band) -> Expected | None:
-    """The calibrated step for a training trace (None for inference: not calibrated yet)."""
+def expected_step(trace: StepTrace, m: Machine, b: Band, cal: Calibration | None = None) -> Expected | None:
+    """The calibrated step for a training trace (None for inference: not calibrated yet). ``cal``: a fit to reuse
+    (:func:`xlaport.perf.calibrate.fit` of the published runs when not given)."""
     if trace.mode != "training" or not b.flop:
         return None
     from . import calibrate
@@ -239,7 +242,7 @@ def expected_step(trace: StepTrace, m: Machine, b: Band) -> Expected | None:
     family = str(cost.chip(m.id).family)
     stack = CALIBRATION_STACK.get(family, "")
     kind = "moe" if any(o.name in ("_grouped_mm", "_scaled_grouped_mm") for o in trace.ops) else "dense"
-    t, (fast, slow), ids, level = calibrate.predict(calibrate.fit(), family, stack, kind, b.compute_s)
+    t, (fast, slow), ids, level = calibrate.predict(cal or calibrate.fit(), family, stack, kind, b.compute_s)
     floor = b.low_s
     return Expected(floor, max(t, floor), (max(fast, floor), max(slow, floor)), stack, level, tuple(ids))
 
@@ -302,6 +305,9 @@ def estimate_trace(
     price_term: str = "on_demand",
 ) -> Estimate:
     """Per chip: the fewest chips that hold the step, the band on ``chips`` (default: that fewest), MFU and cost."""
+    from .calibrate import fit
+
+    cal = fit() if trace.mode == "training" else None  # one fit for every chip
     out = []
     for cid in chip_ids or cost.chip_names():
         m = chip(cid, price_term=price_term)
@@ -311,7 +317,7 @@ def estimate_trace(
         c = None
         if m.usd_per_hour is not None:
             c = step_cost(b, m.usd_per_hour, items=trace.items, tokens=trace.tokens, steps_per_item=steps_per_item)
-        e = expected_step(trace, m, b)
+        e = expected_step(trace, m, b, cal)
         out.append(ChipEstimate(m, n, fit, b, b.mfu(m.peak_flop_per_s), c, regimes(trace, m, n), e))
     return Estimate(trace, out)
 
