@@ -305,9 +305,9 @@ def estimate_trace(
     price_term: str = "on_demand",
 ) -> Estimate:
     """Per chip: the fewest chips that hold the step, the band on ``chips`` (default: that fewest), MFU and cost."""
-    from .calibrate import fit
+    from . import calibrate
 
-    cal = fit() if trace.mode == "training" else None  # one fit for every chip
+    cal = calibrate.fit() if trace.mode == "training" else None  # one fit for every chip
     out = []
     for cid in chip_ids or cost.chip_names():
         m = chip(cid, price_term=price_term)
