@@ -40,6 +40,12 @@ __all__ = [
     "example_inputs",
     "estimate",
     "estimate_trace",
+    "checkpointed",
+    "INFERENCE_MODES",
+    "InferenceChip",
+    "InferenceEstimate",
+    "decoder_of",
+    "estimate_inference",
 ]
 
 DTYPES = ("bfloat16", "float16", "float32")
@@ -241,8 +247,10 @@ def expected_step(trace: StepTrace, m: Machine, b: Band, cal: Calibration | None
 
     family = str(cost.chip(m.id).family)
     stack = CALIBRATION_STACK.get(family, "")
-    kind = "moe" if any(o.name in ("_grouped_mm", "_scaled_grouped_mm") for o in trace.ops) else "dense"
-    t, (fast, slow), ids, level = calibrate.predict(cal or calibrate.fit(), family, stack, kind, b.compute_s)
+    regime = "moe" if any(o.name in ("_grouped_mm", "_scaled_grouped_mm") for o in trace.ops) else "dense"
+    t, (fast, slow), ids, level = calibrate.predict(
+        cal or calibrate.fit(), family, stack, "training", regime, b.compute_s
+    )
     floor = b.low_s
     return Expected(floor, max(t, floor), (max(fast, floor), max(slow, floor)), stack, level, tuple(ids))
 
@@ -333,8 +341,10 @@ def estimate(
     chip_ids: Sequence[str] | None = None,
     chips: int | None = None,
     optimizer: str = "adamw",
+    checkpointing: str = "full",
 ) -> Estimate:
-    """Load (or take) a model on meta, trace one step at ``batch`` × ``seq_len`` in ``dtype``, estimate every chip."""
+    """Load (or take) a model on meta, trace one step at ``batch`` × ``seq_len`` in ``dtype``, estimate every chip
+    (training: with ``checkpointing`` of activations, :func:`checkpointed`)."""
     import torch
 
     given = None
@@ -348,4 +358,208 @@ def estimate(
         trace = trace_step(m, args, mode, optimizer=optimizer)
     except (RuntimeError, NotImplementedError, OverflowError, TypeError, IndexError) as e:
         raise _untraceable(e, model, batch, seq_len) from None
+    if mode == "training":
+        trace = checkpointed(trace, m, checkpointing)
     return estimate_trace(trace, chip_ids, chips)
+
+
+CHECKPOINTING = ("full", "none")
+
+
+def checkpointed(trace: StepTrace, model: Any, policy: str = "full") -> StepTrace:
+    """The training trace with the activations ``policy`` keeps: ``none``, every saved tensor (as traced);
+    ``full``, each layer's input (``tokens × hidden``) plus one layer's own activations while it is recomputed,
+    the rest recomputed in backward (one more forward of FLOPs, which the calibrated fraction carries: the
+    published runs checkpoint). A model with no ``config.num_hidden_layers`` / ``hidden_size`` keeps all."""
+    import dataclasses
+
+    if policy not in CHECKPOINTING:
+        raise ValueError(f"checkpointing must be one of {', '.join(CHECKPOINTING)}, got {policy!r}")
+    cfg = getattr(model, "config", None)
+    layers, hidden = getattr(cfg, "num_hidden_layers", None), getattr(cfg, "hidden_size", None)
+    if policy == "none" or not (layers and hidden and trace.tokens):
+        return trace
+    elem = trace.param_bytes / trace.params if trace.params else 2.0
+    kept = trace.tokens * hidden * layers * elem + trace.activation_bytes / layers
+    if kept >= trace.activation_bytes:
+        return trace
+    note = f"full activation checkpointing: {layers} layer inputs kept, the rest recomputed"
+    return dataclasses.replace(trace, activation_bytes=kept, notes=[*trace.notes, note])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Inference of a decoder LM: prefill, decode, serving (tensor-parallel, with a KV cache), calibrated on published
+# serving runs.
+
+INFERENCE_MODES = ("prefill", "decode", "serving")
+PRECISIONS = ("bf16", "fp8")
+# the published inference stack whose runs stand for each chip family
+INFERENCE_STACK = {"tpu": "vLLM", "cuda": "TensorRT-LLM", "neuron": "NxD"}
+
+
+def decoder_of(model: Any) -> Any:
+    """The :class:`xlaport.perf.inference.Decoder` of a transformers causal LM built on meta: its parameters counted,
+    the experts' share taken off for the active count of a mixture of experts."""
+    from .inference import decoder
+
+    cfg = getattr(model, "config", None)
+    need = ("num_hidden_layers", "hidden_size", "num_attention_heads")
+    if cfg is None or any(getattr(cfg, k, None) is None for k in need):
+        raise ValueError(
+            "prefill, decode and serving need a decoder LM given as a transformers config or a known model name "
+            "(layers, hidden size and heads); trace another model with --mode inference"
+        )
+    total = float(sum(p.numel() for p in model.parameters()))
+    experts = float(sum(p.numel() for n, p in model.named_parameters() if ".experts." in n))
+    n_exp = getattr(cfg, "num_local_experts", None) or getattr(cfg, "num_experts", None)
+    k = getattr(cfg, "num_experts_per_tok", None)
+    active = total - experts * (1 - k / n_exp) if experts and n_exp and k else total
+    emb = getattr(cfg, "vocab_size", 0) or 0
+    return decoder(
+        total,
+        int(cfg.num_hidden_layers),
+        int(cfg.hidden_size),
+        int(cfg.num_attention_heads),
+        int(getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads),
+        active=active,
+        head_dim=getattr(cfg, "head_dim", None),
+        vocab=int(emb),
+        name=str(getattr(cfg, "name_or_path", "") or ""),
+    )
+
+
+@dataclass(frozen=True)
+class InferenceChip:
+    """One chip's estimate of an inference workload; times per step (prefill: the whole prefill, decode: one token
+    for every sequence, serving: one output token of the batch)."""
+
+    machine: Machine
+    chips: int
+    fits: bool
+    floor_s: float
+    tokens_per_step: int  # tokens a step yields (prefill: prompts x input; decode: batch; serving: concurrency)
+    expected: Expected | None
+    concurrency: int = 0  # serving: the requests served together
+
+    def row(self) -> dict[str, Any]:
+        e = self.expected
+        r: dict[str, Any] = {
+            "chip": self.machine.id,
+            "name": self.machine.name,
+            "chips": self.chips,
+            "fits": self.fits,
+            "floor_step_s": self.floor_s,
+            "expected_step_s": None if e is None else e.expected_s,
+            "interval_step_s": None if e is None else list(e.interval_s),
+            "calibrated_on": None if e is None else {"stack": e.stack, "level": e.level, "runs": list(e.rests_on)},
+        }
+        if self.concurrency:
+            r["concurrency"] = self.concurrency
+        t = e.expected_s if e is not None else self.floor_s
+        r["tokens_per_s_per_chip"] = self.tokens_per_step / t / self.chips
+        if self.machine.usd_per_hour is not None:
+            r["usd_per_chip_hour"] = self.machine.usd_per_hour
+            r["usd_per_million_tokens"] = self.machine.usd_per_hour / 3600 / r["tokens_per_s_per_chip"] * 1e6
+        return r
+
+
+@dataclass(frozen=True)
+class InferenceEstimate:
+    mode: str
+    model: Any  # the Decoder
+    settings: dict[str, Any]
+    chips: list[InferenceChip]
+
+    def to_dict(self) -> dict[str, Any]:
+        m = self.model
+        return {
+            "mode": self.mode,
+            "model": {"params": m.params, "active": m.active, "layers": m.layers, "hidden": m.hidden},
+            "settings": dict(self.settings),
+            "chips": [c.row() for c in self.chips],
+        }
+
+
+def _tp_chips(model: Any, m: Machine, context: int, batch: int, wb: float, kvb: float) -> int:
+    """The fewest chips, a power of two (tensor-parallel degrees are), whose HBM holds the weights and the caches."""
+    from .inference import weights_fit
+
+    n = 1
+    while not weights_fit(model, m, n, batch, context, weight_bytes=wb, kv_bytes=kvb) and n < 1 << 16:
+        n *= 2
+    return n
+
+
+def estimate_inference(
+    model: str | dict[str, Any] | Any,
+    mode: str = "serving",
+    *,
+    batch: int = 1,
+    seq_len: int = 2048,
+    input_len: int = 1024,
+    output_len: int = 1024,
+    concurrency: int | None = None,
+    precision: str = "bf16",
+    chip_ids: Sequence[str] | None = None,
+    chips: int | None = None,
+    price_term: str = "on_demand",
+) -> InferenceEstimate:
+    """Per chip: the floor, the calibrated expected step and its interval, tokens per second per chip and cost per
+    million tokens of a decoder LM's ``mode`` (``prefill`` of ``batch`` prompts of ``seq_len``; ``decode`` of one
+    token for ``batch`` sequences at ``seq_len`` context; ``serving`` of ``concurrency`` requests of ``input_len``
+    in and ``output_len`` out, default as many as fit). ``chips``: the tensor-parallel degree (default: the fewest,
+    a power of two, that hold weights and caches)."""
+    from . import calibrate
+    from .inference import decode_s, largest_batch, prefill_s, serving
+
+    if mode not in INFERENCE_MODES:
+        raise ValueError(f"mode must be one of {', '.join(INFERENCE_MODES)}, got {mode!r}")
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    b, s = integer("batch", batch, minimum=1), integer("seq_len", seq_len, minimum=1)
+    i, o = integer("input_len", input_len, minimum=1), integer("output_len", output_len, minimum=1)
+    c = integer("concurrency", concurrency, minimum=1) if concurrency is not None else None
+    import torch
+
+    if isinstance(model, torch.nn.Module):
+        dec = decoder_of(model)
+    else:
+        mod, _ = load_model(model)
+        dec = decoder_of(mod)
+    wb = 1.0 if precision == "fp8" else 2.0
+    cal = calibrate.fit()
+    out = []
+    for cid in chip_ids or cost.chip_names():
+        m = chip(cid, price_term=price_term)
+        facts = cost.chip(cid).facts
+        peak = facts["peak_fp8_dense"].value if precision == "fp8" and "peak_fp8_dense" in facts else m.peak_flop_per_s
+        ctx = i + o if mode == "serving" else s
+        rows = (c or 1) if mode == "serving" else b
+        n = integer("chips", chips, minimum=1) if chips is not None else _tp_chips(dec, m, ctx, rows, wb, 2.0)
+        kw: dict[str, Any] = {"weight_bytes": wb, "peak_flop_per_s": peak}
+        conc = 0
+        if mode == "prefill":
+            t, tokens = prefill_s(dec, m, n, b, s, **kw), b * s
+            fits = largest_batch(dec, m, n, s, weight_bytes=wb) >= b
+        elif mode == "decode":
+            t, tokens = decode_s(dec, m, n, b, s, **kw), b
+            fits = largest_batch(dec, m, n, s, weight_bytes=wb) >= b
+        else:
+            sv = serving(dec, m, n, i, o, c, **kw)
+            t, tokens, fits, conc = sv.seconds / o, sv.concurrency, sv.fits, sv.concurrency
+        family = str(cost.chip(cid).family)
+        stack = INFERENCE_STACK.get(family, "")
+        regime = mode + (" moe" if dec.moe else "")
+        try:
+            per_token = t / tokens * n if mode == "serving" else t  # serving is calibrated per output token per chip
+            e, (fast, slow), ids, level = calibrate.predict(cal, family, stack, mode, regime, per_token)
+            scale = t / per_token
+            exp = Expected(t, max(e * scale, t), (max(fast * scale, t), max(slow * scale, t)), stack, level, tuple(ids))
+        except ValueError:
+            exp = None
+        out.append(InferenceChip(m, n, fits, t, tokens, exp, conc))
+    settings: dict[str, Any] = {"precision": precision}
+    settings.update(
+        {"batch": b, "seq_len": s} if mode != "serving" else {"input_len": i, "output_len": o, "concurrency": c}
+    )
+    return InferenceEstimate(mode, dec, settings, out)

@@ -16,7 +16,7 @@ from ..validate import fraction
 from .machine import Machine
 from .trace import StepTrace
 
-__all__ = ["Fit", "bytes_per_chip", "fewest_chips"]
+__all__ = ["Fit", "PublishedFit", "bytes_per_chip", "fewest_chips", "published_fit", "tokens_per_chip"]
 
 
 @dataclass(frozen=True)
@@ -64,3 +64,95 @@ def fewest_chips(trace: StepTrace, m: Machine, usable: float = 0.9, limit: int =
         usable=u,
         limited_by_batch=n > trace.items,
     )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A published training run's memory under its own parallelism and activation checkpointing.
+
+# mixed precision: bf16 parameters (2) and fp32 gradients (4) per model replica; fp32 master weights (4) and Adam's
+# two fp32 moments (8) sharded over every chip (a distributed optimizer; FSDP shards all of it)
+REPLICA_BYTES_PER_PARAM = 6
+OPTIMIZER_BYTES_PER_PARAM = 12
+
+
+@dataclass(frozen=True)
+class PublishedFit:
+    """What one chip of a published training run holds, and whether it fits."""
+
+    run_id: str
+    state_bytes: float  # parameters, gradients and optimizer state on one chip
+    activation_bytes: float  # activations kept on the chip
+    hbm_bytes: float
+    usable: float
+    policy: str  # how the activations were counted
+
+    @property
+    def bytes_per_chip(self) -> float:
+        return self.state_bytes + self.activation_bytes
+
+    @property
+    def fits(self) -> bool:
+        return self.bytes_per_chip <= self.hbm_bytes * self.usable
+
+
+def tokens_per_chip(run: object) -> float | None:
+    """Tokens one chip of a training run holds activations for at once: a micro-batch's sequences split by context
+    (``sequence``) and tensor parallelism where the run gives its micro-batch, else the step's tokens over its chips."""
+    from .published import PublishedRun
+
+    assert isinstance(run, PublishedRun)
+    e, ms = run.extra, run.measured
+    if not run.chips:
+        return None
+    if e.get("micro_batch") and run.seq_len:
+        par = run.parallelism
+        split = int(par.get("sequence", 1) or 1) * int(par.get("tensor", 1) or 1)
+        return float(e["micro_batch"]) * run.seq_len / split
+    total = (e.get("global_batch") or 0) * (run.seq_len or 0) or ms.get("global_tokens_per_step")
+    if not total and ms.get("step_time_s") and ms.get("tokens_per_s_per_chip"):
+        total = ms["step_time_s"] * ms["tokens_per_s_per_chip"] * run.chips
+    return float(total) / run.chips if total else None
+
+
+def published_fit(run: object, usable: float = 0.9) -> PublishedFit | None:
+    """The run's memory per chip, or None where its source does not give the sizes (parameters, layers, hidden size
+    and tokens per step).
+
+    State: :data:`REPLICA_BYTES_PER_PARAM` per parameter sharded over the run's FSDP, tensor, pipeline and expert
+    degrees (or its chips over its ``data`` degree where it gives none of them), :data:`OPTIMIZER_BYTES_PER_PARAM`
+    over every chip. Activations: each layer's bf16 input for the chip's tokens (full
+    recompute of the rest; tensor and sequence parallelism split them with the tokens), plus one layer's own
+    activations while it is recomputed (about 16 bytes per token per hidden unit, Korthikanti et al. 2022, without
+    dropout). Where the run's policy offloads the layer inputs to the host, or is MaxText's custom remat (which can)
+    or unstated and they cannot stay on the chip, they are counted on the host; :attr:`PublishedFit.policy` says
+    which."""
+    from .. import cost
+    from .published import PublishedRun
+
+    assert isinstance(run, PublishedRun)
+    u = fraction("usable", usable)
+    e = run.extra
+    p, layers, hidden = e.get("params_b"), e.get("layers"), e.get("hidden")
+    tok = tokens_per_chip(run)
+    if run.kind != "training" or not (p and layers and hidden and tok and run.chips):
+        return None
+    par = run.parallelism
+    shard = 1
+    for k in ("fsdp", "tensor", "pipeline", "expert"):
+        shard *= int(par.get(k, 1) or 1)
+    if not any(k in par for k in ("fsdp", "tensor", "pipeline", "expert")):
+        shard = run.chips // int(par.get("data", 1) or 1)
+    shard = max(1, min(shard, run.chips))  # MaxText counts JAX devices: two per TPU7x chip
+    params = float(p) * 1e9
+    state = REPLICA_BYTES_PER_PARAM * params / shard + OPTIMIZER_BYTES_PER_PARAM * params / run.chips
+    inputs = 2.0 * layers * hidden * tok
+    one_layer = 16.0 * hidden * tok
+    hbm = cost.chip(run.chip).hbm_bytes
+    policy = run.activation_checkpointing.lower()
+    offload = "offload" in policy
+    lightest = run.stack == "MaxText" and ("custom" in policy or "unknown" in policy)
+    if not offload and lightest and state + inputs + one_layer > hbm * u:
+        offload = True  # MaxText's custom remat can send the layer inputs to the host; a run that ran must have
+    if offload:
+        return PublishedFit(run.id, state, one_layer, hbm, u, "layer inputs offloaded to the host")
+    return PublishedFit(run.id, state, inputs + one_layer, hbm, u, "layer inputs kept, the rest recomputed")
