@@ -55,7 +55,14 @@ def test_decode_table_follows_the_sweep() -> None:
 
 
 def test_estimate_validation_and_claim_tables() -> None:
-    row = {"chip": "tpu_v6e", "chips": 2, "step_s": [0.1234, 0.5], "low_bound": "compute", "mfu": [0.4, 0.1]}
+    row = {
+        "chip": "tpu_v6e",
+        "chips": 2,
+        "step_s": [0.1234, 0.5],
+        "low_bound": "compute",
+        "mfu": [0.4, 0.1],
+        "expected_step_s": 0.3,
+    }
     est = SimpleNamespace(
         chips=[
             SimpleNamespace(row=lambda: row),
@@ -66,14 +73,16 @@ def test_estimate_validation_and_claim_tables() -> None:
     assert table[0] == {
         "chip": "tpu_v6e",
         "chips": "2",
-        "step (ms)": "123–500",
+        "expected (ms)": "300",
+        "band (ms)": "123–500",
         "bound": "compute",
         "MFU": "40%–10%",
         "$ per M tokens": "no price",
     }
     assert table[1]["$ per M tokens"] == "0.010–0.200"
+    # the error column recomputes from the two times shown, whatever the record's own (median of rounds) error says
     val = perf.validation_table(
-        [{"case": "gemv", "bound": "memory", "predicted_s": 0.002, "measured_s": 0.0025, "error": -0.2}]
+        [{"case": "gemv", "bound": "memory", "predicted_s": 0.002, "measured_s": 0.0025, "error": -0.1}]
     )
     assert val == [{"case": "gemv", "bound": "memory", "predicted": "2.00 ms", "measured": "2.50 ms", "error": "-20%"}]
     qwen = perf.qwen_table(perf.qwen3_mfu_claim((2048,)))
@@ -133,3 +142,18 @@ def test_validation_record_reads_the_committed_record_and_refuses_a_broken_one(t
     (tmp_path / "empty.json").write_text("{}")
     with pytest.raises(ValueError, match="no 'summary'"):
         perf.validation_record(tmp_path / "empty.json")
+
+
+def test_published_table_shows_each_runs_unit_and_an_error_that_recomputes() -> None:
+    from xlaport.perf import calibrate
+
+    rows = calibrate.evaluate(calibrate.fit())
+    table = perf.published_table(rows)
+    assert len(table) == len(rows)
+    for p, t in zip(rows, table, strict=True):
+        assert t["run"] == p.run_id and t["held out"] == ("yes" if p.held_out else "")
+        exp = float(t["expected (interval)"].split(" (")[0].replace(",", "").removesuffix(" s"))
+        meas = float(t["measured"].replace(",", "").removesuffix(" s"))
+        # training and serving are rates (error = measured / expected - 1), decode and prefill times
+        err = meas / exp - 1 if p.kind in ("training", "serving") else exp / meas - 1
+        assert abs(err - float(t["error"].rstrip("%")) / 100) < 0.02, (t, err)

@@ -8,15 +8,16 @@ Modules (torch is imported only when a trace runs):
 - :mod:`~xlaport.perf.roofline`: per-op times, the step's band (fused and overlapped .. unfused and summed),
   the regime of each op class, FSDP collectives on several chips.
 - :mod:`~xlaport.perf.memory`: the fewest chips whose HBM holds the step under FSDP.
-- :mod:`~xlaport.perf.decode`: decode as its own regime (weights and KV cache read per token).
+- :mod:`~xlaport.perf.decode`: decode as its own regime (weights and KV cache read per token), on one chip.
+- :mod:`~xlaport.perf.inference`: prefill, decode with a KV cache and serving as servers run them, tensor-parallel.
 - :mod:`~xlaport.perf.pricing`: cost per step, per image and per million tokens, band carried through.
 - :mod:`~xlaport.perf.estimate`: load a model (``module:factory``, a transformers config), trace, estimate every chip.
 - :mod:`~xlaport.perf.bench`: this CPU measured, and predicted vs measured step times on it.
 - :mod:`~xlaport.perf.claims`: the launch figures in the data file checked against physics.
 - :mod:`~xlaport.perf.published`: measured runs from published sources (MaxText, torchtitan, NeMo, vLLM, Neuron,
   MLPerf), each with its source and quote, a held-out third marked before any fit.
-- :mod:`~xlaport.perf.calibrate`: how much of the roofline published training runs achieve, per chip family, stack
-  and regime, fitted without the held-out runs and checked on them.
+- :mod:`~xlaport.perf.calibrate`: how much of the roofline published training and inference runs achieve, per chip
+  family, stack and regime, fitted without the held-out runs and checked on them.
 - :mod:`~xlaport.perf.report`: the results above as table rows for a notebook or a report.
 
 ``xlaport estimate`` is the command line.
@@ -68,6 +69,13 @@ _EXPORTS = {
     "estimate_table": "report",
     "decode_table": "report",
     "validation_table": "report",
+    "published_table": "report",
+    "table_error": "report",
+    "Decoder": "inference",
+    "decoder": "inference",
+    "serving": "inference",
+    "estimate_inference": "estimate",
+    "published_fit": "memory",
     "flux_table": "report",
     "qwen_table": "report",
     "price_table": "report",

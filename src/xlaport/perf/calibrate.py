@@ -50,6 +50,7 @@ __all__ = [
     "predict",
     "evaluate",
     "unpredictable",
+    "held_out_summary",
 ]
 
 MAX_WIDTH = 2.0  # the interval's high end over its low end, at most
@@ -355,4 +356,18 @@ def unpredictable(published: Sequence[PublishedRun] | None = None) -> list[tuple
             out.append((r.id, why))
         elif measured(r) is None:
             out.append((r.id, "the source gives the run's MFU only, not its throughput"))
+    return out
+
+
+def held_out_summary(rows: Sequence[Prediction]) -> dict[str, dict[str, float]]:
+    """Per side (training, inference): how many held-out runs were predicted, how many fell inside their interval,
+    and the median |error|: the aims' measures."""
+    out = {}
+    for side in SIDES:
+        held = [p for p in rows if p.held_out and (p.kind == "training") == (side == "training")]
+        out[side] = {
+            "n": float(len(held)),
+            "inside": float(sum(p.inside for p in held)),
+            "median_abs_error": statistics.median(abs(p.error) for p in held) if held else math.nan,
+        }
     return out
