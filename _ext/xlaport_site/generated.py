@@ -29,7 +29,7 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 
 logger = logging.getLogger("xlaport_site")
-KINDS = ("reference", "flowchart", "curriculum", "verified")
+KINDS = ("reference", "flowchart", "curriculum", "verified", "estimates")
 
 
 def project_root() -> Path:
@@ -93,7 +93,21 @@ def verified(srcdir: Path) -> list[Path]:
     return [_write(srcdir / "book" / "verified.md", escape_dollars(verify.render_page(records)))]
 
 
-MAKERS = {"reference": reference_pages, "flowchart": flowchart, "curriculum": curriculum, "verified": verified}
+def estimates(srcdir: Path) -> list[Path]:
+    """Estimates for common models, from the estimator at build time (:mod:`xlaport.perf.common`)."""
+    from xlaport.perf import common
+    from xlaport.text import escape_dollars
+
+    return [_write(srcdir / "book" / "generated" / "estimates.md", escape_dollars(common.render()))]
+
+
+MAKERS = {
+    "reference": reference_pages,
+    "flowchart": flowchart,
+    "curriculum": curriculum,
+    "verified": verified,
+    "estimates": estimates,
+}
 
 
 def generate(app: Sphinx) -> None:
