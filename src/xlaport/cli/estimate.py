@@ -18,11 +18,13 @@ __all__ = ["configure", "run"]
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.description = (
-        "Trace one step of MODEL on the meta device (no weights, no memory) and, per chip, print the roofline floor, "
-        "the expected step calibrated on published training runs (with an interval and the runs it rests on), the "
-        "band (fused and overlapped .. unfused), the fewest chips whose HBM holds it (FSDP) and the cost per step "
-        "and per million tokens. MODEL is MODULE:FACTORY or FILE.py:FACTORY (returns an nn.Module "
-        "or (module, inputs)), a transformers config.json, or a model named in the data file (qwen3_8b)."
+        "Trace one training step of MODEL on the meta device (no weights, no memory) and, per chip, print the roofline "
+        "floor, the expected step calibrated on published runs (with an interval and the runs it rests on), the band "
+        "(fused and overlapped .. unfused), the fewest chips whose HBM holds it (FSDP, full activation checkpointing) "
+        "and the cost per step and per million tokens. --mode serving, decode or prefill: a decoder LM served "
+        "tensor-parallel with a KV cache, calibrated on published serving runs. MODEL is MODULE:FACTORY or "
+        "FILE.py:FACTORY (returns an nn.Module or (module, inputs)), a transformers config.json, or a model named in "
+        "the data file (qwen3_8b, llama31_8b, llama31_70b, mixtral_8x7b)."
     )
     p.add_argument("model", help="MODULE:FACTORY, FILE.py:FACTORY, config.json, or a known model name")
     p.add_argument(

@@ -131,7 +131,7 @@ def table_error(row: Mapping[str, Any]) -> float:
 def _rate_or_time(kind: str, seconds: float) -> str:
     if kind in ("training", "serving"):
         return f"{1 / seconds:,.0f}"
-    return f"{seconds * 1e3:,.0f}" if seconds < 1 else f"{seconds:.2f} s"
+    return f"{seconds * 1e3:.3g}" if seconds < 1 else f"{seconds:.3g} s"
 
 
 PUBLISHED_UNITS = {
