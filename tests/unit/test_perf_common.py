@@ -17,11 +17,12 @@ def page() -> str:
 
 def test_every_model_has_a_row_on_every_chip_for_training_and_serving(page: str) -> None:
     names = [cost.chip(c).name for c in cost.chip_names()]
-    train, serve = page.split("## Serving")[0], page.split("## Serving")[1].split("## A diffusion")[0]
     for model in common.MODELS:
-        for name in names:
-            assert f"| {model} (" in train and f"| {name} |" in train
-            assert re.search(rf"\| {model} \([^)]*\) \| {re.escape(name)} \|", serve), (model, name)
+        title = cost.model_config(model)["name"]
+        for part in ("training", "serving"):
+            section = page.split(f"### {title} ({common.MODELS[model]}), {part}")[1].split("###")[0]
+            for name in names:
+                assert re.search(rf"^\| {re.escape(name)} \| \d+ \|", section, re.M), (model, part, name)
 
 
 def test_a_training_rows_tokens_per_chip_and_price_recompute_from_its_step() -> None:

@@ -12,6 +12,7 @@ from torch import nn
 from xlaport import perf
 from xlaport.perf.decode import decode_sweep, decoder_shape
 from xlaport.perf.machine import chip
+from xlaport.perf.report import PUBLISHED_UNITS
 from xlaport.perf.roofline import regimes
 from xlaport.perf.trace import trace_step
 
@@ -148,12 +149,17 @@ def test_published_table_shows_each_runs_unit_and_an_error_that_recomputes() -> 
     from xlaport.perf import calibrate
 
     rows = calibrate.evaluate(calibrate.fit())
-    table = perf.published_table(rows)
-    assert len(table) == len(rows)
-    for p, t in zip(rows, table, strict=True):
-        assert t["run"] == p.run_id and t["held out"] == ("yes" if p.held_out else "")
-        exp = float(t["expected (interval)"].split(" (")[0].replace(",", "").removesuffix(" s"))
-        meas = float(t["measured"].replace(",", "").removesuffix(" s"))
-        # training and serving are rates (error = measured / expected - 1), decode and prefill times
-        err = meas / exp - 1 if p.kind in ("training", "serving") else exp / meas - 1
-        assert abs(err - float(t["error"].rstrip("%")) / 100) < 0.02, (t, err)
+    for kind in ("training", "serving", "decode", "prefill"):
+        mine = [p for p in rows if p.kind == kind]
+        table = perf.published_table(rows, kind)
+        assert len(table) == len(mine)
+        for p, t in zip(mine, table, strict=True):
+            run = t[f"{kind} run ({PUBLISHED_UNITS[kind]})"]
+            assert run.startswith(p.run_id) and run.endswith("held out") == p.held_out
+            exp = float(t["expected (interval)"].split(" (")[0].replace(",", "").removesuffix(" s"))
+            meas = float(t["measured"].replace(",", "").removesuffix(" s"))
+            # training and serving are rates (error = measured / expected - 1), decode and prefill times
+            err = meas / exp - 1 if kind in ("training", "serving") else exp / meas - 1
+            assert abs(err - float(t["error"].rstrip("%")) / 100) < 0.02, (t, err)
+    with pytest.raises(ValueError, match="no run of kind"):
+        perf.published_table(rows, "nothing")

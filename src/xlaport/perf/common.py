@@ -138,6 +138,7 @@ def render(progress: Progress = _quiet) -> str:
     from .calibrate import MAX_WIDTH
 
     names = {c: cost.chip(c).name for c in cost.chip_names()}
+    models = {m: str(cost.model_config(m)["name"]) for m in MODELS}
     lines = [
         "# Estimates for common models",
         "",
@@ -153,20 +154,38 @@ def render(progress: Progress = _quiet) -> str:
         "",
         f"{TRAIN_BATCH} sequences of {TRAIN_SEQ:,} tokens per step (about a million tokens), AdamW, bf16, full "
         "activation checkpointing (each layer's input kept, the rest recomputed), FSDP over the fewest chips that "
-        "hold it. *fit from* names the group of published runs whose fraction sets the step (chip family / stack / "
-        "regime); where a chip has none of its own (Trainium2 has no published training run; no GPU mixture-of-experts "
-        "run is in the file), the fit falls back to a wider group and the column says which.",
-        "",
-        "| model | chip | chips | step (interval) | tokens/s per chip | $ per M tokens | fit from |",
-        "|---|---|---:|---:|---:|---:|---|",
+        "hold it. The cost is per million trained tokens.",
     ]
-    for r in training_rows(progress):
-        lo, hi = r["interval_s"]
-        lines.append(
-            f"| {r['model']} ({r['kind']}) | {names[r['chip']]} | {r['chips']} | {_secs(r['expected_s'])} "
-            f"({_secs(lo)}–{_secs(hi)}) | {r['tokens_per_s_per_chip']:,.0f} | {_money(r['usd_per_million_tokens'])} "
-            f"| {r['level']} |"
-        )
+    train = training_rows(progress)
+    for m in MODELS:
+        lines += [
+            "",
+            f"### {models[m]} ({MODELS[m]}), training",
+            "",
+            "| chip | chips | step (interval) | tokens/s per chip | $ per M tokens |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for r in (r for r in train if r["model"] == m):
+            lo, hi = r["interval_s"]
+            lines.append(
+                f"| {names[r['chip']]} | {r['chips']} | {_secs(r['expected_s'])} ({_secs(lo)}–{_secs(hi)}) | "
+                f"{r['tokens_per_s_per_chip']:,.0f} | {_money(r['usd_per_million_tokens'])} |"
+            )
+    levels: dict[str, dict[str, str]] = {}
+    for r in train:
+        levels.setdefault(r["chip"], {})[MODELS[r["model"]]] = r["level"]
+    kinds = list(dict.fromkeys(MODELS.values()))
+    lines += [
+        "",
+        "Which published runs set each fraction (chip family / stack / regime); where a chip has none of its own "
+        "(Trainium2 has no published training run; the file holds no GPU mixture-of-experts run), the fit falls back "
+        "to a wider group and names it:",
+        "",
+        "| chip | " + " | ".join(kinds) + " |",
+        "|---|" + "---|" * len(kinds),
+    ]
+    for chip_id, by_kind in levels.items():
+        lines.append(f"| {names[chip_id]} | " + " | ".join(by_kind.get(k, "") for k in kinds) + " |")
     lines += [
         "",
         "## Serving",
@@ -175,18 +194,24 @@ def render(progress: Progress = _quiet) -> str:
         "weights (*at once*), bf16 weights split over the fewest chips, a power of two, that hold them (tensor "
         "parallelism). A step yields one token for every request, prefills included; output tokens per second per "
         "chip and the cost per million output tokens follow at the expected step.",
-        "",
-        "| model | chip | chips | at once | step (interval) | output tokens/s per chip | $ per M tokens |",
-        "|---|---|---:|---:|---:|---:|---:|",
     ]
-    for r in serving_rows(progress):
-        step = "not calibrated" if r["expected_s"] is None else _secs(r["expected_s"])
-        if r["interval_s"]:
-            step += f" ({_secs(r['interval_s'][0])}–{_secs(r['interval_s'][1])})"
-        lines.append(
-            f"| {r['model']} ({r['kind']}) | {names[r['chip']]} | {r['chips']} | {r['concurrency']:,} | {step} | "
-            f"{r['tokens_per_s_per_chip']:,.0f} | {_money(r['usd_per_million_tokens'])} |"
-        )
+    serve = serving_rows(progress)
+    for m in MODELS:
+        lines += [
+            "",
+            f"### {models[m]} ({MODELS[m]}), serving",
+            "",
+            "| chip | chips | at once | step (interval) | output tokens/s per chip | $ per M tokens |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for r in (r for r in serve if r["model"] == m):
+            step = "not calibrated" if r["expected_s"] is None else _secs(r["expected_s"])
+            if r["interval_s"]:
+                step += f" ({_secs(r['interval_s'][0])}–{_secs(r['interval_s'][1])})"
+            lines.append(
+                f"| {names[r['chip']]} | {r['chips']} | {r['concurrency']:,} | {step} | "
+                f"{r['tokens_per_s_per_chip']:,.0f} | {_money(r['usd_per_million_tokens'])} |"
+            )
     lines += [
         "",
         "## A diffusion transformer",

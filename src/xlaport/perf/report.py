@@ -142,24 +142,24 @@ PUBLISHED_UNITS = {
 }
 
 
-def published_table(predictions: Iterable[Any]) -> list[dict[str, str]]:
-    """:func:`xlaport.perf.calibrate.evaluate` rows: per published run its kind, what it is measured in, the
-    expected value with its interval, the measured value, the error (expected time over measured time, minus one:
-    negative is optimistic) and whether it is held out."""
+def published_table(predictions: Iterable[Any], kind: str | None = None) -> list[dict[str, str]]:
+    """:func:`xlaport.perf.calibrate.evaluate` rows (those of ``kind`` when given): per published run the expected
+    value with its interval, the measured value, the error (expected time over measured time, minus one: negative is
+    optimistic) and whether the measured value is inside the interval. The first column's header carries the unit;
+    a held-out run is marked after its id."""
+    rows = [p for p in _rows(predictions, "published_table()") if kind is None or getattr(p, "kind", None) == kind]
+    if not rows:
+        raise ValueError(f"published_table(): no run of kind {kind!r}")
     out = []
-    for p in _rows(predictions, "published_table()"):
+    for p in rows:
         if not hasattr(p, "expected_s"):
             raise ValueError(f"published_table() takes Prediction rows, got {type(p).__name__}")
         fast, slow = p.interval_s
-        lo, hi = sorted(
-            (_rate_or_time(p.kind, fast), _rate_or_time(p.kind, slow)),
-            key=lambda x: float(x.split()[0].replace(",", "")),
-        )
+        lo, hi = sorted((_rate_or_time(p.kind, fast), _rate_or_time(p.kind, slow)), key=_number)
+        head = f"{p.kind} run ({PUBLISHED_UNITS[p.kind]})" if kind else f"run ({PUBLISHED_UNITS[p.kind]})"
         out.append(
             {
-                "run": p.run_id,
-                "held out": "yes" if p.held_out else "",
-                "unit": PUBLISHED_UNITS[p.kind],
+                head: p.run_id + (" · held out" if p.held_out else ""),
                 "expected (interval)": f"{_rate_or_time(p.kind, p.expected_s)} ({lo}–{hi})",
                 "measured": _rate_or_time(p.kind, p.measured_s),
                 "error": f"{p.error:+.0%}",
@@ -167,6 +167,11 @@ def published_table(predictions: Iterable[Any]) -> list[dict[str, str]]:
             }
         )
     return out
+
+
+def _number(text: str) -> float:
+    value = float(text.split()[0].replace(",", ""))
+    return value * 1e3 if text.endswith(" s") else value
 
 
 def flux_table(rows: Iterable[Mapping[str, Any]], claimed_ms: float) -> list[dict[str, str]]:
