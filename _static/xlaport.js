@@ -9,7 +9,7 @@ document.addEventListener(
   (event) => {
     const target = event.target;
     if (!(target instanceof Element)) return;
-    const title = target.closest(".admonition.toggle .admonition-title, .admonition.toggle-hidden .admonition-title");
+    const title = target.closest(".admonition.dropdown .admonition-title, .admonition.toggle .admonition-title");
     if (!title || target.closest(".toggle-button")) return; // the button's own click: togglebutton handles it
     if (target === title || target.classList.contains("tb-icon") || target.tagName.toLowerCase() === "polyline") {
       return; // the parts togglebutton already handles

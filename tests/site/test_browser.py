@@ -519,6 +519,36 @@ def test_phone_menu_opens_and_its_links_navigate(browser: Browser, site: str, pa
     context.close()
 
 
+SOLUTION_STATE_JS = """(el) => ({hidden: el.classList.contains('toggle-hidden'),
+    shown: [...el.children].some(c => !c.classList.contains('admonition-title') && c.offsetHeight > 0)})"""
+
+
+@site_only
+def test_tapping_a_solutions_title_opens_it_where_it_is(browser: Browser, site: str) -> None:
+    """At phone width, tap the title of a folded solution, on its link (most of the title): the solution opens in
+    place, the page does not jump to the exercise, and no script fails; a second tap folds it again."""
+    context = browser.new_context(viewport=PHONE, has_touch=True, is_mobile=True)
+    p = context.new_page()
+    errors: list[str] = []
+    p.on("pageerror", lambda e: errors.append(str(e)[:160]))
+    page = "notebooks/predict_before_renting.html"
+    p.goto(f"{site}/{page}", wait_until="load")
+    solution = p.locator(".solution.dropdown").first
+    assert solution.evaluate(SOLUTION_STATE_JS) == {"hidden": True, "shown": False}, "the solution is not folded"
+    link = solution.locator(".admonition-title a").first
+    link.scroll_into_view_if_needed()
+    before = p.url
+    link.tap()
+    p.wait_for_timeout(400)
+    assert p.url == before, f"tapping the solution's title navigated to {p.url}"
+    assert solution.evaluate(SOLUTION_STATE_JS) == {"hidden": False, "shown": True}, "the solution did not open"
+    link.tap()
+    p.wait_for_timeout(400)
+    assert solution.evaluate(SOLUTION_STATE_JS)["hidden"], "a second tap did not fold it"
+    assert not errors, f"script errors: {errors}"
+    context.close()
+
+
 @site_only
 def test_phone_outline_opens(browser: Browser, site: str) -> None:
     """Tap the outline button on a chapter at phone width: the page's sections open on screen and one navigates."""
