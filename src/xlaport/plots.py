@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "DPI",
     "FONT_KEY",
+    "ALT_KEY",
     "LEGIBLE_PX",
     "MIN_FONT_PT",
     "PHONE_COLUMN_PX",
@@ -37,6 +38,11 @@ __all__ = [
     "WIDTH_IN",
     "png",
     "recorded_font_px",
+    "recorded_alt",
+    "recorded_collisions",
+    "text_collisions",
+    "COLLISIONS_KEY",
+    "describe",
     "smallest_text_pt",
     "use_book_style",
 ]
@@ -47,6 +53,8 @@ LEGIBLE_PX = 9.0  # the smallest text a reader should meet, in CSS px, on a phon
 PHONE_COLUMN_PX = 358  # the reading column of a 390 x 844 phone, in CSS px
 DPI = 100  # one inch of figure is 100 image pixels; at its own size one CSS px per image pixel
 FONT_KEY = "xlaport-min-font-px"  # the PNG tEXt keyword holding the smallest text, in px at the image's own size
+COLLISIONS_KEY = "xlaport-text-collisions"  # the PNG tEXt keyword: how many pairs of texts overlap, and the first
+ALT_KEY = "xlaport-alt-b64"  # the PNG tEXt keyword holding what the plot shows (UTF-8, base64), for its alt text
 
 RC: dict[str, Any] = {
     "figure.figsize": (WIDTH_IN, 3.4),
@@ -93,23 +101,98 @@ def _inside(text: Any, fig: Figure) -> bool:
     return True
 
 
+def describe(fig: Figure) -> str:
+    """What ``fig`` shows, in words, for its alt text: its title, and per plot its title, axes and series (from the
+    figure's own titles, labels and legends). Empty when the figure names nothing."""
+
+    def clean(text: str) -> str:
+        return " ".join(text.split())
+
+    parts = []
+    sup = getattr(fig, "_suptitle", None)
+    if sup is not None and sup.get_text().strip():
+        parts.append(clean(sup.get_text()))
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        bits = []
+        title = " ".join(clean(ax.get_title(loc)) for loc in ("left", "center", "right") if ax.get_title(loc).strip())
+        if title:
+            bits.append(title)
+        axes = [f"{name}: {clean(label)}" for name, label in (("x", ax.get_xlabel()), ("y", ax.get_ylabel())) if label]
+        if axes:
+            bits.append("; ".join(axes))
+        legend = ax.get_legend()
+        if legend is not None:
+            names = [clean(t.get_text()) for t in legend.get_texts() if t.get_text().strip()]
+            if names:
+                bits.append("series: " + ", ".join(names[:8]) + (" and more" if len(names) > 8 else ""))
+        if bits:
+            parts.append(". ".join(bits))
+    return ". ".join(parts)
+
+
+def text_collisions(fig: Figure) -> list[tuple[str, str]]:
+    """Pairs of texts the figure draws on top of each other (a legend over an axis label, tick labels that run into
+    each other): each pair's two strings. Boxes that merely touch (by a pixel) do not count."""
+    from matplotlib.text import Text
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    boxes = []
+    for t in fig.findobj(Text):
+        if t.get_visible() and t.get_text().strip() and _inside(t, fig):
+            b = t.get_window_extent(renderer)
+            if b.width > 0 and b.height > 0:
+                boxes.append((" ".join(t.get_text().split()), b))
+    out = []
+    for i, (a, ba) in enumerate(boxes):
+        for b, bb in boxes[i + 1 :]:
+            w = min(ba.x1, bb.x1) - max(ba.x0, bb.x0)
+            h = min(ba.y1, bb.y1) - max(ba.y0, bb.y0)
+            if w > 1.5 and h > 1.5:
+                out.append((a, b))
+    return out
+
+
 def png(fig: Figure) -> bytes:
-    """`fig` as a PNG at its own dpi, cropped to what it draws, with its smallest text (px) as a tEXt record."""
+    """`fig` as a PNG at its own dpi, cropped to what it draws, with its smallest text (px) and what it shows
+    (:func:`describe`) as tEXt records."""
     px = smallest_text_pt(fig) * fig.dpi / 72
+    meta = {FONT_KEY: f"{px:.2f}"}
+    hits = text_collisions(fig)
+    first = f" {hits[0][0]!r} / {hits[0][1]!r}" if hits else ""
+    meta[COLLISIONS_KEY] = base64.b64encode(f"{len(hits)}{first}".encode()).decode("ascii")
+    alt = describe(fig)
+    if alt:
+        meta[ALT_KEY] = base64.b64encode(alt.encode("utf-8")).decode("ascii")
     buf = io.BytesIO()
-    fig.savefig(
-        buf,
-        format="png",
-        dpi=fig.dpi,
-        bbox_inches="tight",
-        facecolor=fig.get_facecolor(),
-        metadata={FONT_KEY: f"{px:.2f}"},
-    )
+    fig.savefig(buf, format="png", dpi=fig.dpi, bbox_inches="tight", facecolor=fig.get_facecolor(), metadata=meta)
     return buf.getvalue()
+
+
+def recorded_collisions(data: bytes) -> str | None:
+    """How many pairs of texts a :func:`png` found overlapping, then the first pair (``"0"`` when none), or None."""
+    got = _text_record(data, COLLISIONS_KEY)
+    return None if got is None else base64.b64decode(got).decode("utf-8")
+
+
+def recorded_alt(data: bytes) -> str | None:
+    """What a :func:`png` recorded that its plot shows, or None for any other PNG."""
+    got = _text_record(data, ALT_KEY)
+    return None if got is None else base64.b64decode(got).decode("utf-8")
 
 
 def recorded_font_px(data: bytes) -> float | None:
     """The smallest text (px at the image's own size) a :func:`png` recorded, or None for any other PNG."""
+    got = _text_record(data, FONT_KEY)
+    return None if got is None else float(got)
+
+
+def _text_record(data: bytes, wanted: str) -> str | None:
     if not isinstance(data, bytes | bytearray) or data[:8] != b"\x89PNG\r\n\x1a\n":
         raise ValueError("data must be the bytes of a PNG file")
     pos = 8
@@ -123,8 +206,8 @@ def recorded_font_px(data: bytes) -> float | None:
             value = zlib.decompress(rest[1:])
         else:
             key, value = b"", b""
-        if key.decode("latin-1") == FONT_KEY:
-            return float(value.decode("latin-1"))
+        if key.decode("latin-1") == wanted:
+            return value.decode("latin-1")
         if kind == b"IEND":
             break
         pos += 12 + length

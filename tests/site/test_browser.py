@@ -775,7 +775,7 @@ async () => {
       boxFits = b.left >= col.left - 1 && b.right <= col.right + 1;
     }
     out.push({
-      tag: el.tagName.toLowerCase(), src: el.getAttribute('src') || '', alt: (el.getAttribute('alt') || '').slice(0, 60),
+      tag: el.tagName.toLowerCase(), src: el.getAttribute('src') || '', alt: (el.getAttribute('alt') || '').slice(0, 2000),
       left: r.left, right: r.right, colLeft: col.left, colRight: col.right,
       client: el.tagName === 'IMG' ? el.clientWidth : r.width, natural: el.naturalWidth || 0,
       scroller: !!scroller, cue, boxFits,
@@ -784,6 +784,18 @@ async () => {
   return out;
 }
 """
+
+
+def _recorded_collisions(page: str, src: str) -> str | None:
+    from xlaport.plots import recorded_collisions
+
+    return recorded_collisions(((Path(SITE or ".") / page).parent / src).resolve().read_bytes())
+
+
+def _recorded_alt(page: str, src: str) -> str | None:
+    from xlaport.plots import recorded_alt
+
+    return recorded_alt(((Path(SITE or ".") / page).parent / src).resolve().read_bytes())
 
 
 def _recorded_font_px(page: str, src: str) -> float | None:
@@ -802,7 +814,8 @@ def test_plots_fit_the_column_and_their_text_is_legible(
     """No figure runs past the text column unless it sits in a box that scrolls with a visible scrollbar, and every
     chapter plot shows its smallest text at LEGIBLE_PX or more: the scale it is drawn at (shown width over the
     PNG's own width) times the smallest text the figure holds, which each plot's PNG records
-    (:func:`xlaport.plots.png`)."""
+    (:func:`xlaport.plots.png`). Each plot's alt text says what it shows (its titles, axes and series, recorded in
+    the PNG) and no two of its texts are drawn over each other."""
     problems = []
     figures = loaded(browser, site, page, viewport)["figures"]
     for f in figures:
@@ -814,6 +827,12 @@ def test_plots_fit_the_column_and_their_text_is_legible(
                 f"{name}: {f['right'] - f['left']:.0f} px wide in a {f['colRight'] - f['colLeft']:.0f} px column ({why})"
             )
         if f["tag"] == "img" and "_images/" in f["src"] and f["src"].endswith(".png") and f["natural"]:
+            shows = _recorded_alt(page, f["src"])
+            if not shows or f.get("alt") != f"Plot: {shows}":
+                problems.append(f"{name}: alt text {f.get('alt')!r} does not say what the plot shows ({shows!r})")
+            overlaps = _recorded_collisions(page, f["src"])
+            if overlaps != "0":
+                problems.append(f"{name}: texts drawn over each other: {overlaps}")
             px = _recorded_font_px(page, f["src"])
             if px is None:
                 problems.append(f"{name}: the PNG does not record its smallest text (not drawn by xlaport.plots)")

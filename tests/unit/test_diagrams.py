@@ -323,3 +323,52 @@ def _plain_png() -> bytes:
     buf = io.BytesIO()
     FigureCanvasAgg(fig).print_png(buf)
     return buf.getvalue()
+
+
+def test_a_plots_png_records_what_it_shows_for_its_alt_text() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from xlaport.plots import describe, png, recorded_alt
+
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [3, 4], label="TPU v6e")
+    ax.plot([1, 2], [4, 5], label="H100 ×8")
+    ax.set_title("Cost per month\nagainst utilisation")
+    ax.set_xlabel("utilisation (%)")
+    ax.set_ylabel("USD per month")
+    ax.legend()
+    said = describe(fig)
+    assert said == "Cost per month against utilisation. x: utilisation (%); y: USD per month. series: TPU v6e, H100 ×8"
+    assert recorded_alt(png(fig)) == said  # survives the PNG, non-ASCII included
+    plt.close(fig)
+    bare, _ = plt.subplots()
+    assert describe(bare) == "" and recorded_alt(png(bare)) is None  # nothing named: no record, the site falls back
+    plt.close(bare)
+
+
+def test_texts_drawn_over_each_other_are_found_and_recorded() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from xlaport.plots import png, recorded_collisions, text_collisions
+
+    fig, ax = plt.subplots(figsize=(5.5, 1.2))  # a short plot whose legend sits where the x label is
+    for k in range(6):
+        ax.plot([0, 1], [k, k + 1], label=f"a rather long series name number {k}")
+    ax.set_xlabel("utilisation\n(fraction of paid chip-hours doing work)")
+    ax.legend(loc="upper left", bbox_to_anchor=(0, -0.3))
+    hits = text_collisions(fig)
+    assert hits and any("utilisation" in a or "utilisation" in b for a, b in hits), hits
+    assert recorded_collisions(png(fig)).startswith(f"{len(hits)} ")
+    plt.close(fig)
+    good, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1], label="one")
+    ax.set_xlabel("x")
+    ax.legend()
+    assert text_collisions(good) == [] and recorded_collisions(png(good)) == "0"
+    plt.close(good)
