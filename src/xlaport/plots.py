@@ -135,9 +135,8 @@ def describe(fig: Figure) -> str:
 def text_collisions(fig: Figure) -> list[tuple[str, str]]:
     """Pairs of texts the figure draws on top of each other (a legend over an axis label, tick labels that run into
     each other): each pair's two strings. Boxes that merely touch (by a pixel) do not count."""
-    from matplotlib.text import Text
-
     from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
 
     canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
     canvas.draw()
