@@ -144,16 +144,16 @@ def text_collisions(fig: Figure) -> list[tuple[str, str]]:
     boxes = []
     for t in fig.findobj(Text):
         if t.get_visible() and t.get_text().strip() and _inside(t, fig):
-            b = t.get_window_extent(renderer)
-            if b.width > 0 and b.height > 0:
-                boxes.append((" ".join(t.get_text().split()), b))
+            box = t.get_window_extent(renderer)
+            if box.width > 0 and box.height > 0:
+                boxes.append((" ".join(t.get_text().split()), box))
     out = []
-    for i, (a, ba) in enumerate(boxes):
-        for b, bb in boxes[i + 1 :]:
-            w = min(ba.x1, bb.x1) - max(ba.x0, bb.x0)
-            h = min(ba.y1, bb.y1) - max(ba.y0, bb.y0)
+    for i, (first, one) in enumerate(boxes):
+        for second, other in boxes[i + 1 :]:
+            w = min(one.x1, other.x1) - max(one.x0, other.x0)
+            h = min(one.y1, other.y1) - max(one.y0, other.y0)
             if w > 1.5 and h > 1.5:
-                out.append((a, b))
+                out.append((first, second))
     return out
 
 
