@@ -20,6 +20,7 @@ import math
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 from xlaport.exercises.curriculum import SESSIONS
 from xlaport.text import escape_dollars
@@ -215,57 +216,91 @@ HORIZON_MONTHS = 24.0
 TPU_CHIP, TPU_TERM, GPU_CHIP = "tpu_v6e", "1yr", "h100_sxm"
 
 
+ASSUMPTIONS = (  # (row label, how to show a profile's value)
+    ("GPUs (H100) running the work", lambda p: f"{p['gpus']:.0f}"),
+    ("{term}`MFU` on GPU → on TPU", lambda p: f"{p['gpu_mfu']:.0%} → {p['tpu_mfu']:.0%}"),
+    ("utilisation (share of paid hours doing work)", lambda p: f"{p['utilisation']:.0%}"),
+    ("custom kernels to rewrite", lambda p: f"{p['kernels']:.0f}"),
+    ("porting + validation (person-weeks)", lambda p: f"{p['port_weeks']:.0f} + {p['validation_weeks']:.0f}"),
+    ("team slowed, by how much, for how long", lambda p: f"{p['team']:.0f} people, {p['velocity_loss']:.0%}, {p['disruption_weeks']:.0f} weeks"),
+    ("ongoing cost of two code paths (person-weeks/month)", lambda p: f"{p['ongoing']:.0f}"),
+)  # fmt: skip
+
+
+def _migration(p: dict[str, float]) -> Any:
+    from xlaport import cost
+
+    return cost.Migration(
+        kernels=p["kernels"], person_weeks_per_kernel=WEEKS_PER_KERNEL, port_person_weeks=p["port_weeks"],
+        validation_person_weeks=p["validation_weeks"], usd_per_person_week=USD_PER_PERSON_WEEK,
+        team_size=p["team"], velocity_loss=p["velocity_loss"], disruption_weeks=p["disruption_weeks"],
+        ongoing_person_weeks_per_month=p["ongoing"],
+    )  # fmt: skip
+
+
 def decision_md() -> str:
-    """Break-even months per profile over the GPU price band, and the Trainium2 price that matches TPU v6e."""
+    """The decision brief's band: each profile's assumptions, its break-even GPU price, the months to pay back over
+    a band of GPU prices, and the Trainium2 price that matches TPU v6e."""
     from xlaport import cost
 
     gpu, tpu, trn2 = cost.chip(GPU_CHIP), cost.chip(TPU_CHIP), cost.chip("trn2")
     gpu_fact = gpu.price_fact("on_demand")
     tpu_price = tpu.usd_per_chip_hour(TPU_TERM)
     unverified = gpu_fact.evidence == "U"
-    band = PRICE_BAND if unverified else (1.0,)
-    prices = [f"GPU at ${gpu_fact.value * f:.2f}" for f in band]
+    band = (PRICE_BAND[0], 1.0, PRICE_BAND[-1]) if unverified else (1.0,)
+    names = list(PROFILES)
     lines = [
-        f"GPU: {gpu.name}, data-file price ${gpu_fact.value:.2f}/chip-hour (evidence {gpu_fact.evidence}"
-        + (", unverified: shown as a band from half to one and a half times it" if unverified else "")
-        + f"). TPU: {tpu.name}, {TPU_TERM} price ${tpu_price:.2f}/chip-hour (evidence "
-        f"{tpu.price_fact(TPU_TERM).evidence}). Horizon {HORIZON_MONTHS:g} months; "
-        f"${USD_PER_PERSON_WEEK:,.0f} per person-week; {WEEKS_PER_KERNEL:g} person-weeks per custom kernel. "
-        "Cells: months until the move pays back.",
+        f"**Prices.** GPU: {gpu.name} **on demand**, ${gpu_fact.value:.2f}/chip-hour in the data file (evidence "
+        f"{gpu_fact.evidence}: " + ("unverified, so the table shows half and one and a half times it too" if unverified else "verified")
+        + f"). TPU: {tpu.name} at a **{TPU_TERM.replace('yr', '-year')} commitment**, ${tpu_price:.2f}/chip-hour "
+        f"(evidence {tpu.price_fact(TPU_TERM).evidence}). The two terms differ on purpose: a team that moves commits "
+        "to the new chips, while the GPUs it leaves are priced as it pays for them today. If your GPUs are on a "
+        "commitment too, read your price against the break-even column. Evidence levels are explained in "
+        "{doc}`generated/hardware`.",
         "",
-        f"| profile | {' | '.join(prices)} | Trainium2 that matches {tpu.name} |",
-        "|---|" + "--:|" * (len(band) + 1),
+        f"**Assumptions**, for illustration (replace them with yours; the same model runs as `xlaport cost breakeven`): "
+        f"a {HORIZON_MONTHS:g}-month horizon, ${USD_PER_PERSON_WEEK:,.0f} per person-week and "
+        f"{WEEKS_PER_KERNEL:g} person-weeks per custom kernel, and per profile:",
+        "",
+        "| assumption | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    for label, show in ASSUMPTIONS:
+        lines.append(f"| {label} | " + " | ".join(show(PROFILES[n]) for n in names) + " |")
+    prices = [gpu_fact.value * f for f in band]
+    lines += [
+        "",
+        "**The band.** *Break-even GPU price*: the GPU price per hour above which the move pays back within the "
+        f"horizon (below it, stay). Then the months until the move pays back at each GPU price.",
+        "",
+        "| profile | break-even GPU price | " + " | ".join(f"months at ${x:.2f}" for x in prices) + " |",
+        "|---|--:|" + "--:|" * len(band),
     ]
     for name, p in PROFILES.items():
-        m = cost.Migration(
-            kernels=p["kernels"], person_weeks_per_kernel=WEEKS_PER_KERNEL, port_person_weeks=p["port_weeks"],
-            validation_person_weeks=p["validation_weeks"], usd_per_person_week=USD_PER_PERSON_WEEK,
-            team_size=p["team"], velocity_loss=p["velocity_loss"], disruption_weeks=p["disruption_weeks"],
-            ongoing_person_weeks_per_month=p["ongoing"],
-        )  # fmt: skip
+        m = _migration(p)
         flop = p["gpus"] * cost.hours_per_month() * 3600 * p["utilisation"] * p["gpu_mfu"] * gpu.peak_bf16_flop_per_s
         proposed = cost.Side(tpu.id, tpu_price, p["tpu_mfu"], p["utilisation"])
+        current = cost.Side(gpu.id, gpu_fact.value, p["gpu_mfu"], p["utilisation"])
+        p_star = cost.break_even_current_usd_per_chip_hour(flop, current, proposed, m, HORIZON_MONTHS)
         cells = []
-        for f in band:
-            d = cost.decide(
-                flop, cost.Side(gpu.id, gpu_fact.value * f, p["gpu_mfu"], p["utilisation"]), proposed, m, HORIZON_MONTHS
-            )
+        for x in prices:
+            d = cost.decide(flop, cost.Side(gpu.id, x, p["gpu_mfu"], p["utilisation"]), proposed, m, HORIZON_MONTHS)
             cells.append("never" if math.isinf(d.break_even_months) else f"{d.break_even_months:.1f}")
-        # Same work, same MFU and utilisation as on TPU: the Trainium2 chip-hour price with the same monthly bill.
-        parity = tpu_price * (trn2.peak_bf16_flop_per_s / tpu.peak_bf16_flop_per_s)
-        lines.append(f"| {name} | " + " | ".join(cells) + f" | ${parity:.2f}/chip-hour |")
-    lines.append("")
-    lines.append(
-        f"The last column assumes Trainium2 reaches the same MFU as {tpu.name} (its dense BF16 peak is "
-        f"{trn2.peak_bf16_flop_per_s / tpu.peak_bf16_flop_per_s:.2f}× v6e's): a Trainium2 quote below it buys the "
-        "same work for less."  # how to price a quote: the brief's next paragraph (book/decision_brief.md), once
-    )
+        lines.append(f"| {name} | ${p_star:.2f}/hour | " + " | ".join(cells) + " |")
+    # Same work, same MFU and utilisation as on TPU: the Trainium2 chip-hour price with the same monthly bill.
+    ratio = trn2.peak_bf16_flop_per_s / tpu.peak_bf16_flop_per_s
+    parity = tpu_price * ratio
+    lines += [
+        "",
+        f"**Trainium2 instead of TPU.** For the same work at the same MFU, a Trainium2 chip-hour is worth "
+        f"${parity:.2f} against {tpu.name} at ${tpu_price:.2f} (its dense BF16 peak is {ratio:.2f}× v6e's): a "
+        "Trainium2 quote below that buys the same work for less, in every profile alike.",
+    ]
     if trn2.has_price("on_demand"):
         f = trn2.price_fact("on_demand")
         lines[-1] += (
-            f" That parity price comes from v6e's {TPU_TERM} committed price; the data file's Trainium2 price is "
-            f"${f.value:.2f}/chip-hour on demand (evidence {f.evidence}), so set the parity price against a committed "
-            "Trainium2 quote, which the data file does not have."
+            f" The data file's Trainium2 price is ${f.value:.2f}/chip-hour on demand (evidence {f.evidence}); compare "
+            f"the parity price with a committed Trainium2 quote, since it comes from v6e's {TPU_TERM.replace('yr', '-year')} price."
         )
     # Prices are dollars, not maths: two unescaped $ in a line open a MyST formula that swallows the words between.
     return escape_dollars("\n".join(lines) + "\n")

@@ -52,15 +52,26 @@ def test_unknown_page_is_one_line_error() -> None:
         cp.page_words("book/no_such_page")
 
 
-def test_decision_band_spans_the_unverified_price() -> None:
+def test_decision_band_spans_the_unverified_price_and_agrees_with_its_break_even_price() -> None:
     md = cp.decision_md()
-    rows = [line for line in md.splitlines() if line.startswith("| ") and "$" in line and "profile" not in line]
+    head = next(line for line in md.splitlines() if line.startswith("| profile | break-even"))
+    prices = [float(x) for x in re.findall(r"months at \\\$(\d+\.\d\d)", head)]
+    assert len(prices) == 3 and prices == sorted(prices)
+    rows = [line for line in md.splitlines() if line.startswith("| ") and "/hour |" in line]
     assert len(rows) == len(cp.PROFILES)
     for row in rows:
-        months = [float(x) if x.strip() != "never" else float("inf") for x in row.split("|")[2:-2]]
+        cells = [c.strip() for c in row.split("|")[1:-1]]
+        p_star = float(re.sub(r"[^\d.]", "", cells[1].split("/")[0]))
+        months = [float(x) if x != "never" else float("inf") for x in cells[2:]]
         # a dearer GPU makes the move pay back sooner (or not later)
         assert months == sorted(months, reverse=True), row
-    assert "Trainium2" in md and re.search(r"\\\$\d+\.\d\d/chip-hour", md)
+        # the break-even price is where the months cross the horizon: above it the move pays back in time
+        for price, m in zip(prices, months, strict=True):
+            assert (m <= cp.HORIZON_MONTHS) == (price > p_star), (row, price, m)
+    assert "Trainium2" in md and re.search(r"\\\$\d+\.\d\d against", md)
+    # every assumption the profiles make is on the page, for each profile
+    table = md.split("| assumption |")[1].split("\n\n")[0]
+    assert table.count("\n| ") == len(cp.ASSUMPTIONS) and all(n in md for n in cp.PROFILES)
 
 
 def test_generated_prices_are_dollars_not_maths() -> None:
@@ -69,4 +80,4 @@ def test_generated_prices_are_dollars_not_maths() -> None:
     for md in (cp.decision_md(), cp.sessions_md({})):
         prose = re.sub(r"`[^`]*`", "", md)
         assert not re.search(r"(?<!\\)\$", prose), [ln for ln in prose.splitlines() if re.search(r"(?<!\\)\$", ln)]
-    assert re.search(r"data-file price \\\$\d+\.\d\d/chip-hour", cp.decision_md())  # escaped, still there
+    assert re.search(r"\\\$\d+\.\d\d/chip-hour in the data file", cp.decision_md())  # escaped, still there
