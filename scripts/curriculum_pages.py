@@ -251,7 +251,8 @@ def decision_md() -> str:
     names = list(PROFILES)
     lines = [
         f"**Prices.** GPU: {gpu.name} **on demand**, ${gpu_fact.value:.2f}/chip-hour in the data file (evidence "
-        f"{gpu_fact.evidence}: " + ("unverified, so the table shows half and one and a half times it too" if unverified else "verified")
+        f"{gpu_fact.evidence}: "
+        + ("unverified, so the table shows half and one and a half times it too" if unverified else "verified")
         + f"). TPU: {tpu.name} at a **{TPU_TERM.replace('yr', '-year')} commitment**, ${tpu_price:.2f}/chip-hour "
         f"(evidence {tpu.price_fact(TPU_TERM).evidence}). The two terms differ on purpose: a team that moves commits "
         "to the new chips, while the GPUs it leaves are priced as it pays for them today. If your GPUs are on a "
@@ -271,7 +272,7 @@ def decision_md() -> str:
     lines += [
         "",
         "**The band.** *Break-even GPU price*: the GPU price per hour above which the move pays back within the "
-        f"horizon (below it, stay). Then the months until the move pays back at each GPU price.",
+        "horizon (below it, stay). Then the months until the move pays back at each GPU price.",
         "",
         "| profile | break-even GPU price | " + " | ".join(f"months at ${x:.2f}" for x in prices) + " |",
         "|---|--:|" + "--:|" * len(band),
