@@ -351,3 +351,34 @@ def test_effort_units_and_break_even_table_read_as_words() -> None:
     md = diagnose(SAMPLE, cost=CostInputs("h100_sxm", 64, 0.4, "tpu_v6e", 0.35)).to_markdown()
     assert not re.search(r"\| 1 (findings|kernels|packages|files) \|", md)
     assert "| quantity | value |" in md and not re.search(r"^\|( \|)+$", md, re.M)  # no empty header row
+
+
+def test_ops_that_raise_on_the_target_are_priced_and_said_beside_the_scan(tmp_path: Path) -> None:
+    """A project whose source the scanner finds nothing in, but whose entry point dispatches two ops TorchTPU's
+    tables say raise (linalg_eig, i0): the report must not read '0 findings, 0 person-weeks, migrate' above a table
+    of ops that raise. The ops are priced in the effort and the verdict, and the summary names them."""
+    from xlaport.doctor import diagnose
+    from xlaport.doctor.report import CostInputs
+
+    (tmp_path / "model.py").write_text(
+        "import torch\n\n\nclass Step(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return torch.linalg.eigvals(x @ x.T).real.sum() + torch.special.i0(x).sum()\n"
+    )
+    cost = CostInputs(from_chip="h100_sxm", from_chips=8, from_mfu=0.4, to_chip="tpu_v6e", to_mfu=0.35)
+    plain = diagnose(tmp_path, cost=cost)
+    rep = diagnose(tmp_path, entry=f"{tmp_path / 'model.py'}:Step", inputs=["4x4"], cost=cost)
+    assert not plain.scan.findings and plain.effort.total_weeks == 0
+    row = next(r for r in rep.effort.rows if r.category == "ops raising on tpu")
+    per = rep.effort.value("weeks_per_raising_op")
+    assert row.units == 2 and rep.effort.total_weeks == pytest.approx(
+        2 * per * (1 + rep.effort.value("validation_share"))
+    )
+    assert rep.cost is not None and plain.cost is not None
+    assert rep.cost["one_time_usd"] > plain.cost["one_time_usd"]
+    md = rep.to_markdown()
+    summary = md.split("## Scan")[0]
+    assert (
+        "0 scanner findings" in summary and "TorchTPU 0.2.0: 2 raise" in summary and "priced in the effort" in summary
+    )
+    assert f"**{rep.effort.total_weeks:.1f} person-weeks**" in summary

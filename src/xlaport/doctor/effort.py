@@ -19,7 +19,16 @@ from typing import Any
 from ..text import plural
 from ..validate import non_negative
 
-__all__ = ["ASSUMPTIONS", "Assumption", "EffortRow", "Effort", "estimate", "assumptions", "parse_assume"]
+__all__ = [
+    "ASSUMPTIONS",
+    "Assumption",
+    "EffortRow",
+    "Effort",
+    "estimate",
+    "with_ops",
+    "assumptions",
+    "parse_assume",
+]
 
 # key -> (default, unit, what it prices)
 ASSUMPTIONS: dict[str, tuple[float, str, str]] = {
@@ -38,6 +47,11 @@ ASSUMPTIONS: dict[str, tuple[float, str, str]] = {
     "weeks_per_host_sync_site": (0.05, "person-weeks per finding", "move a host sync out of a loop"),
     "weeks_per_recompile_site": (0.5, "person-weeks per finding", "a growing cache, view offset or ragged batch"),
     "weeks_per_unparsed_file": (0.2, "person-weeks per file", "port a file that is not Python 3"),
+    "weeks_per_raising_op": (
+        1.0,
+        "person-weeks per op",
+        "replace one ATen op that raises on the target (a decomposition, a rewrite or a kernel)",
+    ),
     "validation_share": (0.5, "× engineering weeks", "numerics and performance validation on the target"),
 }
 
@@ -223,3 +237,18 @@ def estimate(result: Any, overrides: Mapping[str, Any] | None = None, *, use_pyp
         rows.append(EffortRow(cat, len(fs), units, unit, per, weeks, *extra))
     validation = (kernel_weeks + port) * val["validation_share"]
     return Effort(tuple(rows), a, kernels, kernel_lines, kernel_weeks, port, validation)
+
+
+def with_ops(effort: Effort, raising: int, target: str) -> Effort:
+    """``effort`` with the ops that raise on ``target`` priced in (``weeks_per_raising_op`` each, validation on top):
+    the op trace of the doctor's entry point finds what the scan of the source cannot."""
+    from dataclasses import replace
+
+    n = int(raising)
+    if n <= 0:
+        return effort
+    per = effort.value("weeks_per_raising_op")
+    row = EffortRow(f"ops raising on {target}", n, n, "ops", per, n * per)
+    port = effort.port_weeks + row.weeks
+    validation = (effort.kernel_weeks + port) * effort.value("validation_share")
+    return replace(effort, rows=(*effort.rows, row), port_weeks=port, validation_weeks=validation)

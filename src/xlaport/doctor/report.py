@@ -29,7 +29,7 @@ from .. import detect, pages
 from ..cost import PRICE_TERMS
 from ..text import plural
 from ..validate import fraction, integer, positive
-from .effort import Effort, estimate
+from .effort import Effort, estimate, with_ops
 from .probe import ProbeResult, parse_probe, run_probe
 
 __all__ = ["CostInputs", "OpsSection", "Report", "diagnose", "TARGETS"]
@@ -105,6 +105,11 @@ class OpsSection:
     sources: dict[str, str] = field(default_factory=dict)
     error: str | None = None
     seconds: float = 0.0
+    titles: dict[str, str] = field(default_factory=dict)  # target id -> its title in per_target
+
+    def counts(self, target: str) -> dict[str, int]:
+        """Ops per status on ``target`` (an id: tpu, neuron, xla)."""
+        return self.per_target.get(self.titles.get(target, ""), {})
 
 
 @dataclass
@@ -118,6 +123,28 @@ class Report:
     cost_inputs: CostInputs | None = None
     timings: dict[str, float] = field(default_factory=dict)
     torch_tpu: str | None = None  # which torch_tpu this environment has, from its package metadata (None: none)
+
+    def _ops_sentence(self) -> str:
+        """The op trace in one sentence beside the scan's: what raises or is unknown per target, and what of it the
+        effort prices."""
+        assert self.ops is not None
+        parts = []
+        for title in self.ops.titles.values():
+            c = self.ops.per_target.get(title, {})
+            parts.append(
+                f"{_md(title)}: {c.get('raises', 0)} raise, {c.get('falls back', 0)} fall back, "
+                f"{c.get('unknown', 0)} unknown"
+            )
+        priced = [r for r in self.effort.rows if r.category.startswith("ops raising on")]
+        tail = (
+            f"the {priced[0].category} are priced in the effort"
+            if priced
+            else "no op raises, so none is priced in the effort"
+        )
+        return (
+            f"Ops the entry point dispatched, per target: {'; '.join(parts)}. Of these, {tail}; unknown ops are not "
+            "(the target's tables do not list them: run them on the target)."
+        )
 
     # ------------------------------------------------------------------ plain data
     def summary(self) -> dict[str, Any]:
@@ -204,10 +231,12 @@ class Report:
         L = [
             h(f"xlaport doctor: {_code(self.path)}", sub=False),
             "",
-            f"**{len(s.findings)} findings** ({sev['error']} errors, {sev['warning']} warnings, {sev['note']} notes) in "
+            f"**{len(s.findings)} scanner findings** ({sev['error']} errors, {sev['warning']} warnings, {sev['note']} notes) in "
             f"{s.files} files and {s.lines:,} lines; {e.kernels} custom kernels ({e.kernel_lines} lines); "
             f"estimated effort **{e.total_weeks:.1f} person-weeks**.",
         ]
+        if self.ops is not None and not self.ops.error:
+            L += ["", self._ops_sentence()]
         if self.probe is not None:
             L += ["", f"Recompile probe on {_code(self.probe.target)}: {_md(self.probe.verdict())}."]
         if self.torch_tpu is not None:
@@ -292,7 +321,8 @@ class Report:
         for er in e.rows:
             L.append(f"| {er.category} | {er.findings} | {er.amount} | {er.rate} | {er.weeks:.2f} |")
         L.append(f"| validation | | | {e.value('validation_share'):g} × engineering | {e.validation_weeks:.2f} |")
-        L.append(f"| **total** | {len(s.findings)} | | | **{e.total_weeks:.2f}** |")
+        counted = len(s.findings) + sum(r.findings for r in e.rows if r.category.startswith("ops raising on"))
+        L.append(f"| **total** | {counted} | | | **{e.total_weeks:.2f}** |")
         L += ["", "Assumptions (override in `[tool.xlaport.effort]` or with `--assume KEY=VALUE`):", ""]
         L += [f"- {_code(a.key)} = {a.value:g} {_md(a.unit)}: {_md(a.what)} ({_md(a.source)})" for a in e.assumptions]
         if self.cost is not None:
@@ -503,6 +533,7 @@ def _ops(entry: str, inputs: Sequence[str], targets: Sequence[str], seed: int) -
     sec.calls = sum(c.count for c in trace)
     for t in targets:
         cov = coverage(trace, t)
+        sec.titles[t] = cov.title
         sec.per_target[cov.title] = cov.summary()
         sec.sources[cov.title] = cov.source
         sec.problems[cov.title] = [
@@ -561,12 +592,14 @@ def diagnose(
     rep = Report(
         str(path), res, est, timings=timings, cost_inputs=cost, torch_tpu=installed.describe() if installed else None
     )
-    if cost is not None:
-        rep.cost = _cost(cost, est)
     timings["effort and cost"] = time.perf_counter() - t0
     if entry is not None:
         t0 = time.perf_counter()
         rep.ops = _ops(entry, inputs, targets, seed)
+        if not rep.ops.error:
+            move_to = _move_target(cost, targets, rep.ops)
+            if move_to is not None:
+                rep.effort = with_ops(rep.effort, rep.ops.counts(move_to).get("raises", 0), move_to)
         timings["ops"] = time.perf_counter() - t0
         if probe_specs:
             t0 = time.perf_counter()
@@ -574,7 +607,24 @@ def diagnose(
                 entry, probe_specs, target=probe_target, repeat=probe_repeat, seed=seed, timeout=probe_timeout
             )
             timings["probe"] = time.perf_counter() - t0
+    if cost is not None:  # after the op trace: the ops that raise are part of the one-time cost
+        t0 = time.perf_counter()
+        rep.cost = _cost(cost, rep.effort)
+        timings["effort and cost"] += time.perf_counter() - t0
     return rep
+
+
+def _move_target(cost: CostInputs | None, targets: Sequence[str], ops: OpsSection) -> str | None:
+    """The target whose raising ops the move must fix: the family of the chip moved to, when the cost is asked;
+    else the traced target with the most ops that raise (None when none raises)."""
+    from .. import cost as cost_mod
+
+    if cost is not None:
+        family = str(cost_mod.chip(cost.to_chip).family)
+        if family in targets:
+            return family
+    worst = max(targets, key=lambda t: ops.counts(t).get("raises", 0), default=None)
+    return worst if worst is not None and ops.counts(worst).get("raises", 0) else None
 
 
 def _check_entry_spec(entry: str) -> None:
