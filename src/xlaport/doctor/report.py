@@ -111,6 +111,12 @@ class OpsSection:
         """Ops per status on ``target`` (an id: tpu, neuron, xla)."""
         return self.per_target.get(self.titles.get(target, ""), {})
 
+    def raising(self, target: str) -> list[str]:
+        """The ops that raise on ``target`` and that a port must replace: not the CPU-only kernels (``*_for_cpu``)
+        that the trace meets because it runs on the CPU, where the target dispatches its own kernel."""
+        rows = self.problems.get(self.titles.get(target, ""), [])
+        return [r["op"] for r in rows if r["status"] == "raises" and not r["op"].endswith("_for_cpu")]
+
 
 @dataclass
 class Report:
@@ -136,11 +142,16 @@ class Report:
                 f"{c.get('unknown', 0)} unknown"
             )
         priced = [r for r in self.effort.rows if r.category.startswith("ops raising on")]
-        tail = (
-            f"the {priced[0].category} are priced in the effort"
-            if priced
-            else "no op raises, so none is priced in the effort"
+        cpu_only = sorted(
+            {r["op"] for rows in self.ops.problems.values() for r in rows if r["op"].endswith("_for_cpu")}
         )
+        tail = (
+            f"the {plural(int(priced[0].units), 'op')} raising on {priced[0].category.rsplit(' ', 1)[-1]} are priced in the effort"
+            if priced
+            else "none that a port must replace raises, so none is priced in the effort"
+        )
+        if cpu_only:
+            tail += f" ({', '.join(_code(o) for o in cpu_only)}: a CPU kernel the trace meets on the CPU, not priced)"
         return (
             f"Ops the entry point dispatched, per target: {'; '.join(parts)}. Of these, {tail}; unknown ops are not "
             "(the target's tables do not list them: run them on the target)."
@@ -599,7 +610,7 @@ def diagnose(
         if not rep.ops.error:
             move_to = _move_target(cost, targets, rep.ops)
             if move_to is not None:
-                rep.effort = with_ops(rep.effort, rep.ops.counts(move_to).get("raises", 0), move_to)
+                rep.effort = with_ops(rep.effort, len(rep.ops.raising(move_to)), move_to)
         timings["ops"] = time.perf_counter() - t0
         if probe_specs:
             t0 = time.perf_counter()
@@ -623,8 +634,8 @@ def _move_target(cost: CostInputs | None, targets: Sequence[str], ops: OpsSectio
         family = str(cost_mod.chip(cost.to_chip).family)
         if family in targets:
             return family
-    worst = max(targets, key=lambda t: ops.counts(t).get("raises", 0), default=None)
-    return worst if worst is not None and ops.counts(worst).get("raises", 0) else None
+    worst = max(targets, key=lambda t: len(ops.raising(t)), default=None)
+    return worst if worst is not None and ops.raising(worst) else None
 
 
 def _check_entry_spec(entry: str) -> None:
