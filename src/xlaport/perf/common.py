@@ -135,26 +135,30 @@ def _secs(x: float) -> str:
 def render(progress: Progress = _quiet) -> str:
     """The page "Estimates for common models" as MyST markdown (dollar signs escaped by the caller)."""
     from .. import cost
-    from .calibrate import MAX_WIDTH
+    from .calibrate import MAX_WIDTH, evaluate, fit, held_out_summary
 
+    aims = held_out_summary(evaluate(fit()))["inference"]
     names = {c: cost.chip(c).name for c in cost.chip_names()}
     models = {m: str(cost.model_config(m)["name"]) for m in MODELS}
     lines = [
         "# Estimates for common models",
         "",
         "**What a step costs on each chip, for models a team is likely to run, from `xlaport estimate` at the time "
-        "this site was built.** Every number is the estimator's *expected* value: the roofline floor over the fraction "
+        "this site was built.** Every training and serving number is the estimator's *expected* value: the roofline floor over the fraction "
         "of it that published runs of the same chip family, software stack and kind of step reached "
         "({doc}`../../notebooks/predict_before_renting` shows those runs and how far the fit held on runs it never "
-        f"saw). Each interval is at most {MAX_WIDTH:g}× wide; treat serving as the rougher of the two (its held-out "
-        "runs missed by more). Prices are the data file's on-demand prices ({doc}`hardware`); a chip with no published "
-        "price shows none.",
+        f"saw). Each interval is at most {MAX_WIDTH:g}× wide; treat serving as a first estimate: on the held-out inference "
+        f"runs the median error was {aims['median_abs_error']:.0%} and {aims['n'] - aims['inside']:.0f} of "
+        f"{aims['n']:.0f} fell outside their interval. "
+        "Prices are the data file's on-demand prices ({doc}`hardware`); a chip with no published price shows none.",
         "",
         "## Training",
         "",
         f"{TRAIN_BATCH} sequences of {TRAIN_SEQ:,} tokens per step (about a million tokens), AdamW, bf16, full "
         "activation checkpointing (each layer's input kept, the rest recomputed), FSDP over the fewest chips that "
-        "hold it. The cost is per million trained tokens.",
+        "hold it. The cost is per million trained tokens. Chip counts are the fewest that hold the step, not the slice "
+        "or instance sizes sold, and a step on fewer chips takes longer: compare chips by tokens per second per chip "
+        "and by cost, not by step time.",
     ]
     train = training_rows(progress)
     for m in MODELS:
@@ -191,8 +195,8 @@ def render(progress: Progress = _quiet) -> str:
         "## Serving",
         "",
         f"Requests of {SERVE_IN:,} tokens in and {SERVE_OUT:,} out, as many at once as the KV caches fit beside the "
-        "weights (*at once*), bf16 weights split over the fewest chips, a power of two, that hold them (tensor "
-        "parallelism). A step yields one token for every request, prefills included; output tokens per second per "
+        "weights (*at once*), bf16 weights split over the fewest chips, a power of two, on which they take at most half "
+        "of the memory (tensor parallelism; the rest holds the caches). A step yields one token for every request, prefills included; output tokens per second per "
         "chip and the cost per million output tokens follow at the expected step.",
     ]
     serve = serving_rows(progress)
@@ -226,6 +230,9 @@ def render(progress: Progress = _quiet) -> str:
     ]
     for r in dit_rows(progress):
         lo, hi = r["band_s_per_image"]
+        if not r["fits"]:
+            lines.append(f"| {names[r['chip']]} | does not fit one chip | |")
+            continue
         lines.append(f"| {names[r['chip']]} | {lo:.3g}–{hi:.3g} | {_money(r['usd_per_image_at_floor'])} |")
     lines += [
         "",

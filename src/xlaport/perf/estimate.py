@@ -480,12 +480,17 @@ class InferenceEstimate:
         }
 
 
-def _tp_chips(model: Any, m: Machine, context: int, batch: int, wb: float, kvb: float) -> int:
-    """The fewest chips, a power of two (tensor-parallel degrees are), whose HBM holds the weights and the caches."""
-    from .inference import weights_fit
+def _tp_chips(model: Any, m: Machine, context: int, batch: int, wb: float, kvb: float, serve: bool = False) -> int:
+    """The fewest chips, a power of two (tensor-parallel degrees are), whose HBM holds the weights and the caches;
+    for serving, also with the weights in at most half of it, so the caches of a real batch fit beside them (on
+    the fewest chips that barely hold the weights, a server runs a handful of requests at a far higher cost)."""
+    from .inference import USABLE, weights_fit
 
     n = 1
-    while not weights_fit(model, m, n, batch, context, weight_bytes=wb, kv_bytes=kvb) and n < 1 << 16:
+    while n < 1 << 16 and (
+        not weights_fit(model, m, n, batch, context, weight_bytes=wb, kv_bytes=kvb)
+        or (serve and model.params * wb > 0.5 * USABLE * m.hbm_bytes * n)
+    ):
         n *= 2
     return n
 
@@ -535,7 +540,11 @@ def estimate_inference(
         peak = facts["peak_fp8_dense"].value if precision == "fp8" and "peak_fp8_dense" in facts else m.peak_flop_per_s
         ctx = i + o if mode == "serving" else s
         rows = (c or 1) if mode == "serving" else b
-        n = integer("chips", chips, minimum=1) if chips is not None else _tp_chips(dec, m, ctx, rows, wb, 2.0)
+        n = (
+            integer("chips", chips, minimum=1)
+            if chips is not None
+            else _tp_chips(dec, m, ctx, rows, wb, 2.0, serve=mode == "serving")
+        )
         kw: dict[str, Any] = {"weight_bytes": wb, "peak_flop_per_s": peak}
         conc = 0
         if mode == "prefill":
