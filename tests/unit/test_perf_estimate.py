@@ -233,3 +233,28 @@ def test_a_training_estimate_gives_the_floor_the_expected_step_and_its_interval(
     assert main(["estimate", f"{p}:build", "--input", "64x512", "--chip", "tpu_v6e"]) == 0
     out, err = capsys.readouterr()
     assert "expected (interval)" in out and "rests on: v" in err
+
+
+def test_tensor_parallelism_splits_one_sample_and_pays_its_all_reduces(capsys: pytest.CaptureFixture[str]) -> None:
+    """Below one sample per chip FSDP alone cannot split the work (the eighth chip of a batch-1 step computes
+    nothing); tensor/sequence parallelism splits each sample and adds four all-reduces of the activations per layer."""
+    import json
+
+    from xlaport.perf.estimate import estimate
+    from xlaport.perf.roofline import collective_bytes, tensor_parallel_bytes
+
+    fsdp = estimate(ONE_B, batch=1, seq_len=2048, chip_ids=["h100_sxm"], chips=8)
+    tp = estimate(ONE_B, batch=1, seq_len=2048, chip_ids=["h100_sxm"], chips=8, tensor=8)
+    a, b = fsdp.chips[0].band, tp.chips[0].band
+    assert b.compute_s == pytest.approx(a.compute_s / 8)
+    trace = tp.trace
+    assert trace.layers == 22 and trace.hidden == 2048
+    # per chip: 4 passes x 22 layers x 2,048 tokens x 2,048 hidden x 2 bytes x 2 x 7/8
+    assert tensor_parallel_bytes(trace, 8, 8) == pytest.approx(4 * 22 * 2048 * 2048 * 2 * 2 * 7 / 8)
+    assert b.collective_s > a.collective_s > 0
+    assert b.collective_s * 450e9 == pytest.approx(collective_bytes(trace, 8) + tensor_parallel_bytes(trace, 8, 8))
+    with pytest.raises(ValueError, match="tensor must divide the chips"):
+        estimate(ONE_B, batch=1, seq_len=256, chip_ids=["h100_sxm"], chips=8, tensor=3)
+    assert main(["estimate", "qwen3_8b", "--seq-len", "256", "--chip", "tpu_v6e", "--tensor", "4", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["chips"][0]
+    assert row["chips"] % 4 == 0 and row["chips"] >= row["fewest_chips"]

@@ -51,6 +51,12 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", action="append", default=[], metavar="SHAPE[:DTYPE]", help="inputs for a non-LM model")
     p.add_argument("--chip", action="append", default=None, help="chip id (repeat; default every chip)")
     p.add_argument("--chips", default=None, help="chips to spread the step over (default: the fewest that fit)")
+    p.add_argument(
+        "--tensor",
+        default="1",
+        help="training: tensor/sequence-parallel degree (splits each sample's work, adds its all-reduces; default 1: "
+        "FSDP alone, no finer than one sample per chip); prefill, decode, serving split the weights over --chips",
+    )
     p.add_argument("--optimizer", choices=("adamw", "sgd", "sgd_momentum"), default="adamw", help="training optimizer")
     p.add_argument(
         "--checkpointing",
@@ -100,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
         chips=chips,
         optimizer=args.optimizer,
         checkpointing=args.checkpointing,
+        tensor=positive_whole("--tensor", args.tensor),
     )
     if args.json:
         print(json.dumps(est.to_dict(), indent=2))

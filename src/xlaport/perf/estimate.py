@@ -311,8 +311,10 @@ def estimate_trace(
     *,
     steps_per_item: float = 1.0,
     price_term: str = "on_demand",
+    tensor: int = 1,
 ) -> Estimate:
-    """Per chip: the fewest chips that hold the step, the band on ``chips`` (default: that fewest), MFU and cost."""
+    """Per chip: the fewest chips that hold the step, the band on ``chips`` (default: that fewest, rounded up to a
+    multiple of ``tensor``), ``tensor``-way tensor/sequence parallel, MFU and cost."""
     from . import calibrate
 
     cal = calibrate.fit() if trace.mode == "training" else None  # one fit for every chip
@@ -320,13 +322,14 @@ def estimate_trace(
     for cid in chip_ids or cost.chip_names():
         m = chip(cid, price_term=price_term)
         fit = fewest_chips(trace, m)
-        n = integer("chips", chips, minimum=1) if chips is not None else fit.chips
-        b = band(trace, m, n)
+        t = integer("tensor", tensor, minimum=1)
+        n = integer("chips", chips, minimum=1) if chips is not None else -(-fit.chips // t) * t
+        b = band(trace, m, n, t)
         c = None
         if m.usd_per_hour is not None:
             c = step_cost(b, m.usd_per_hour, items=trace.items, tokens=trace.tokens, steps_per_item=steps_per_item)
         e = expected_step(trace, m, b, cal)
-        out.append(ChipEstimate(m, n, fit, b, b.mfu(m.peak_flop_per_s), c, regimes(trace, m, n), e))
+        out.append(ChipEstimate(m, n, fit, b, b.mfu(m.peak_flop_per_s), c, regimes(trace, m, n, t), e))
     return Estimate(trace, out)
 
 
@@ -342,6 +345,7 @@ def estimate(
     chips: int | None = None,
     optimizer: str = "adamw",
     checkpointing: str = "full",
+    tensor: int = 1,
 ) -> Estimate:
     """Load (or take) a model on meta, trace one step at ``batch`` × ``seq_len`` in ``dtype``, estimate every chip
     (training: with ``checkpointing`` of activations, :func:`checkpointed`)."""
@@ -358,9 +362,15 @@ def estimate(
         trace = trace_step(m, args, mode, optimizer=optimizer)
     except (RuntimeError, NotImplementedError, OverflowError, TypeError, IndexError) as e:
         raise _untraceable(e, model, batch, seq_len) from None
+    cfg = getattr(m, "config", None)
+    layers, hidden = getattr(cfg, "num_hidden_layers", None), getattr(cfg, "hidden_size", None)
+    if isinstance(layers, int) and isinstance(hidden, int):
+        import dataclasses
+
+        trace = dataclasses.replace(trace, layers=layers, hidden=hidden)
     if mode == "training":
         trace = checkpointed(trace, m, checkpointing)
-    return estimate_trace(trace, chip_ids, chips)
+    return estimate_trace(trace, chip_ids, chips, tensor=tensor)
 
 
 CHECKPOINTING = ("full", "none")

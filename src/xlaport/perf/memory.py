@@ -34,10 +34,11 @@ class Fit:
         return self.bytes_per_chip / self.hbm_bytes
 
 
-def bytes_per_chip(trace: StepTrace, chips: int) -> float:
-    """Bytes each of ``chips`` chips holds under FSDP (activations split by batch, never below one sample)."""
+def bytes_per_chip(trace: StepTrace, chips: int, tensor: int = 1) -> float:
+    """Bytes each of ``chips`` chips holds under FSDP (activations split by batch, never below one sample, and
+    ``tensor`` ways more with tensor/sequence parallelism)."""
     n = max(1, int(chips))
-    act_split = min(n, max(1, trace.items))
+    act_split = min(n, max(1, trace.items) * max(1, int(tensor)))
     working = trace.activation_bytes if trace.mode == "training" else trace.io_bytes
     return trace.state_bytes / n + working / act_split
 

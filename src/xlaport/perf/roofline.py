@@ -10,8 +10,12 @@ byte) is above the machine's ridge, memory-bound below it. The step's **band**:
 A compiler lands between the two; eager mode sits at the high end. On several chips the work splits
 evenly (data parallel / FSDP) and the collectives (all-gather of parameters forward and backward,
 reduce-scatter of gradients) take ``bytes / (link / 2)``; the low end assumes they overlap compute,
-the high end adds them. The batch splits no finer than one sample per chip; chips beyond that hold
-state but add no compute (MFU counts them all).
+the high end adds them. With data parallelism alone the batch splits no finer than one sample per chip; chips
+beyond that hold state but add no compute (MFU counts them all). With ``tensor`` > 1 (tensor and sequence
+parallelism, as Megatron and torchtitan lay them out) each sample's work splits ``tensor`` ways as well, and each
+layer adds two all-reduces of its activations forward and two backward, ``(tokens on the group) x hidden``
+elements each, a ring moving ``2 (t-1)/t`` of them over the chip-to-chip link (counted where the trace knows the
+model's layers and hidden size).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from ..validate import integer
 from .machine import Machine
 from .trace import OpCount, StepTrace
 
-__all__ = ["OpTime", "Band", "op_time", "op_times", "band", "regimes", "collective_bytes"]
+__all__ = ["OpTime", "Band", "op_time", "op_times", "band", "regimes", "collective_bytes", "tensor_parallel_bytes"]
 
 
 @dataclass(frozen=True)
@@ -74,15 +78,37 @@ def op_time(op: OpCount, m: Machine, share: float = 1.0) -> OpTime:
     return OpTime(op, compute, op.bytes * share / m.hbm_bytes_per_s, op.calls * m.per_op_s)
 
 
-def _split(trace: StepTrace, chips: int) -> int:
-    """Ways the work splits: data parallel splits the batch, never below one sample per chip."""
-    return max(1, min(chips, trace.items or 1))
+def _split(trace: StepTrace, chips: int, tensor: int = 1) -> int:
+    """Ways the work splits: data parallel splits the batch, never below one sample per chip; tensor and sequence
+    parallelism split each sample ``tensor`` ways more."""
+    return max(1, min(chips, (trace.items or 1) * tensor))
 
 
-def op_times(trace: StepTrace, m: Machine, chips: int = 1) -> list[OpTime]:
+def _tensor(chips: int, tensor: int) -> int:
+    t = integer("tensor", tensor, minimum=1)
+    if t > chips or chips % t:
+        raise ValueError(f"tensor must divide the chips ({chips}), got {t}")
+    return t
+
+
+def op_times(trace: StepTrace, m: Machine, chips: int = 1, tensor: int = 1) -> list[OpTime]:
     n = integer("chips", chips, minimum=1)
-    share = 1.0 / _split(trace, n)
+    share = 1.0 / _split(trace, n, _tensor(n, tensor))
     return [op_time(o, m, share) for o in trace.ops]
+
+
+def tensor_parallel_bytes(trace: StepTrace, chips: int, tensor: int) -> float:
+    """Bytes each chip sends for tensor/sequence parallelism in one step (0 without it, or where the trace does not
+    know the model's layers and hidden size): per layer two all-reduces forward and two backward of the group's
+    activations."""
+    n = integer("chips", chips, minimum=1)
+    t = _tensor(n, tensor)
+    if t == 1 or not (trace.layers and trace.hidden and trace.tokens):
+        return 0.0
+    elem = trace.param_bytes / trace.params if trace.params else 2.0
+    per_group = trace.tokens / (n // t)  # the tokens one tensor-parallel group holds
+    passes = 4 if trace.mode == "training" else 2
+    return passes * trace.layers * per_group * trace.hidden * elem * 2 * (t - 1) / t
 
 
 def collective_bytes(trace: StepTrace, chips: int) -> float:
@@ -97,10 +123,11 @@ def collective_bytes(trace: StepTrace, chips: int) -> float:
     return per * trace.param_bytes
 
 
-def band(trace: StepTrace, m: Machine, chips: int = 1) -> Band:
-    """The step's time band on ``chips`` of ``m``."""
+def band(trace: StepTrace, m: Machine, chips: int = 1, tensor: int = 1) -> Band:
+    """The step's time band on ``chips`` of ``m``, ``tensor``-way tensor/sequence parallel (1: FSDP alone)."""
     n = integer("chips", chips, minimum=1)
-    k = _split(trace, n)
+    t = _tensor(n, tensor)
+    k = _split(trace, n, t)
     compute = trace.flop / k / m.peak_flop_per_s
     # each chip reads every parameter (gathered), its share of gradients and optimizer state, its activations
     reads = 2 if trace.mode == "training" else 1
@@ -110,12 +137,12 @@ def band(trace: StepTrace, m: Machine, chips: int = 1) -> Band:
         + (2 * trace.activation_bytes + trace.io_bytes) / k
     )
     fused = fused_bytes / m.hbm_bytes_per_s
-    unfused = sum(t.seconds for t in op_times(trace, m, n))
+    unfused = sum(o.seconds for o in op_times(trace, m, n, t))
     coll = 0.0
     if n > 1:
         if not m.link_bytes_per_s:
             raise ValueError(f"{m.id} has no chip-to-chip bandwidth; estimate on one chip")
-        coll = collective_bytes(trace, n) / (m.link_bytes_per_s / 2)
+        coll = (collective_bytes(trace, n) + tensor_parallel_bytes(trace, n, t)) / (m.link_bytes_per_s / 2)
     low = max(compute, fused, coll)
     high = max(unfused + coll, low)
     return Band(
@@ -132,10 +159,10 @@ def band(trace: StepTrace, m: Machine, chips: int = 1) -> Band:
     )
 
 
-def regimes(trace: StepTrace, m: Machine, chips: int = 1) -> list[dict[str, Any]]:
+def regimes(trace: StepTrace, m: Machine, chips: int = 1, tensor: int = 1) -> list[dict[str, Any]]:
     """Per op class: FLOPs, bytes, intensity, time (unfused) and whether it is compute- or memory-bound on ``m``."""
     rows: dict[str, dict[str, Any]] = {}
-    for t in op_times(trace, m, chips):
+    for t in op_times(trace, m, chips, tensor):
         r = rows.setdefault(
             t.op.op_class,
             {"op_class": t.op.op_class, "calls": 0, "flop": 0.0, "bytes": 0.0, "compute_s": 0.0, "memory_s": 0.0},

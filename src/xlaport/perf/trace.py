@@ -197,6 +197,10 @@ class StepTrace:
     notes: list[str] = field(default_factory=list)
     # contractions with no FLOP formula (op name -> calls): their matrix FLOPs are missing from ``flop``
     uncounted: dict[str, int] = field(default_factory=dict)
+    # a transformer's layers and hidden size, where the model says (config.num_hidden_layers, hidden_size): what
+    # tensor parallelism's collectives and activation checkpointing are counted from; 0 where unknown
+    layers: int = 0
+    hidden: int = 0
 
     @property
     def flop(self) -> float:
