@@ -95,10 +95,22 @@ def _inside(text: Any, fig: Figure) -> bool:
     axes = text.axes
     if axes is not None and text in (*axes.get_xticklabels(), *axes.get_yticklabels()):
         axis = axes.xaxis if text in axes.get_xticklabels() else axes.yaxis
-        lo, hi = sorted(axis.get_view_interval())
-        pos = text.get_position()[0 if axis is axes.xaxis else 1]
-        return bool(lo - 1e-9 * abs(hi - lo) <= pos <= hi + 1e-9 * abs(hi - lo))
+        return _in_view(axis, text.get_position()[0 if axis is axes.xaxis else 1])
     return True
+
+
+def _in_view(axis: Any, value: float) -> bool:
+    """Whether ``value`` lies within the axis' view, compared in its scale (log axes in decades)."""
+    import numpy as np
+
+    scale = axis.get_transform()
+    lo, hi = sorted(float(v) for v in scale.transform(np.asarray(axis.get_view_interval(), dtype=float)))
+    with np.errstate(all="ignore"):
+        at = float(scale.transform(np.asarray([value], dtype=float))[0])
+    if not np.isfinite(at):
+        return False
+    span = 1e-9 * abs(hi - lo)
+    return bool(lo - span <= at <= hi + span)
 
 
 def describe(fig: Figure) -> str:
@@ -132,6 +144,20 @@ def describe(fig: Figure) -> str:
     return ". ".join(parts)
 
 
+def _tick_labels(fig: Figure) -> tuple[set[int], set[int]]:
+    """The ids of every tick label the figure's axes hold, and of those drawn: visible, with the tick inside the view."""
+    every, drawn = set(), set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for tick in (*axis.get_major_ticks(), *axis.get_minor_ticks()):
+                inside = _in_view(axis, tick.get_loc())
+                for label in (tick.label1, tick.label2):
+                    every.add(id(label))
+                    if inside and label.get_visible():
+                        drawn.add(id(label))
+    return every, drawn
+
+
 def text_collisions(fig: Figure) -> list[tuple[str, str]]:
     """Pairs of texts the figure draws on top of each other (a legend over an axis label, tick labels that run into
     each other): each pair's two strings. Boxes that merely touch (by a pixel) do not count."""
@@ -141,8 +167,11 @@ def text_collisions(fig: Figure) -> list[tuple[str, str]]:
     canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
     canvas.draw()
     renderer = canvas.get_renderer()
+    every_tick, drawn = _tick_labels(fig)
     boxes = []
     for t in fig.findobj(Text):
+        if id(t) in every_tick and id(t) not in drawn:
+            continue  # a tick label matplotlib keeps but does not draw (its tick lies outside the axis' view)
         if t.get_visible() and t.get_text().strip() and _inside(t, fig):
             box = t.get_window_extent(renderer)
             if box.width > 0 and box.height > 0:
