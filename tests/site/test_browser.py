@@ -519,6 +519,24 @@ def test_phone_menu_opens_and_its_links_navigate(browser: Browser, site: str, pa
     context.close()
 
 
+OUTPUT_OVERFLOW_JS = r"""() => [...document.querySelectorAll('.bd-article .cell_output .output pre')]
+  .filter(pre => pre.scrollWidth > pre.clientWidth + 1)
+  .map(pre => pre.innerText.split('\n').sort((a, b) => b.length - a.length)[0].slice(0, 100))"""
+
+
+@site_only
+@pytest.mark.parametrize("page", _chapters())
+def test_printed_output_is_read_whole_on_a_phone(browser: Browser, site: str, page: str) -> None:
+    """No printed output (a scan's findings, a doctor's table, a caveat) runs past the column at phone width: its
+    lines wrap, so a reader sees each one whole rather than its first words and a scrollbar."""
+    context = browser.new_context(viewport=PHONE)
+    p = context.new_page()
+    p.goto(f"{site}/{page}", wait_until="load")
+    cut = p.evaluate(OUTPUT_OVERFLOW_JS)
+    context.close()
+    assert not cut, f"{page}: printed output cut at {PHONE['width']} px, e.g. {cut[:3]}"
+
+
 SOLUTION_STATE_JS = """(el) => ({hidden: el.classList.contains('toggle-hidden'),
     shown: [...el.children].some(c => !c.classList.contains('admonition-title') && c.offsetHeight > 0)})"""
 
