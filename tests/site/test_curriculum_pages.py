@@ -81,3 +81,13 @@ def test_generated_prices_are_dollars_not_maths() -> None:
         prose = re.sub(r"`[^`]*`", "", md)
         assert not re.search(r"(?<!\\)\$", prose), [ln for ln in prose.splitlines() if re.search(r"(?<!\\)\$", ln)]
     assert re.search(r"\\\$\d+\.\d\d/chip-hour in the data file", cp.decision_md())  # escaped, still there
+
+
+def test_the_capstone_session_counts_its_pair_work() -> None:
+    """The facilitator notes give the capstone session a pair exercise (the doctor on the pair's own code); the
+    session's exercise minutes count its allowance instead of 0."""
+    md = cp.sessions_md({"capstone": 60.0})
+    i = next(n for n, s in enumerate(cp.SESSIONS, 1) if cp.OWN_CODE_PAGE in s.pages)
+    parts = next(line for line in md.splitlines() if line.startswith(f"| {i} |"))
+    cells = [int(c) for c in parts.strip("| ").split(" | ")]
+    assert cells[3] >= cp.OWN_CODE_MINUTES and f"{cp.OWN_CODE_MINUTES} minutes allowed for each pair" in md
