@@ -22,3 +22,18 @@ document.addEventListener(
   },
   true,
 );
+
+// Search results quote the page's own text, not its toolbar: Sphinx's search takes the snippet from the whole of the
+// theme's <main>, which begins with the article's header buttons (launch, download, full screen, outline) and a
+// print-only title and outline. Remove that furniture before it reads the text.
+document.addEventListener("DOMContentLoaded", () => {
+  if (typeof Search === "undefined" || typeof Search.htmlToText !== "function") return;
+  const original = Search.htmlToText;
+  Search.htmlToText = (htmlString, anchor) => {
+    const page = new DOMParser().parseFromString(htmlString, "text/html");
+    const furniture =
+      ".bd-header-article, .bd-sidebar-secondary, .prev-next-area, .bd-footer-article, .d-print-none, .onlyprint";
+    page.querySelectorAll(furniture).forEach((el) => el.remove());
+    return original(page.documentElement.outerHTML, anchor);
+  };
+});

@@ -460,8 +460,16 @@ def test_search_box_lists_a_chapter(browser: Browser, site: str) -> None:
         timeout=30_000,
     )
     links = p.eval_on_selector_all("#search-results li a, ul.search li a", "els => els.map(e => e.href)")
+    p.wait_for_function("document.querySelectorAll('ul.search li p.context').length > 0", timeout=30_000)
+    snippets = p.eval_on_selector_all("ul.search li p.context", "els => els.map(e => e.textContent.trim())")
     context.close()
     assert any(f"/{page}" in link for link in links), f"search for {words!r} (from {title!r}) misses {page}: {links}"
+    # the page's own text, not its furniture: the toolbar's labels or the print-only outline ("Contents 9.1. ...")
+    furniture = re.compile(
+        r"\bContents\s*(?:\.\.\.)?\s*$|\d+\.\d+\.\s[^\n]*\n\s*\d+\.\d+\.\s|^\W*(Colab|Launch|Skip to main content)\b"
+    )
+    bad = [s[:80] for s in snippets if furniture.search(s)]
+    assert not bad, f"search snippets quote the page's furniture, not its text: {bad}"
 
 
 @site_only
