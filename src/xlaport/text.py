@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["plural", "sci", "is_exact_zero_in_e", "by_ratio", "escape_dollars", "table_lines"]
+__all__ = ["plural", "sci", "usd", "is_exact_zero_in_e", "by_ratio", "escape_dollars", "table_lines"]
 
 _EXP_ZERO = re.compile(r"^-?0(\.0*)?e[+-]0+$")
 _CODE_SPAN = re.compile(r"(`+).+?(?<!`)\1(?!`)", re.S)
@@ -33,6 +33,22 @@ def sci(x: float, digits: int = 1) -> str:
         raise ValueError(f"digits must be a whole number >= 0, got {digits!r}")
     x = float(x)
     return "0" if x == 0 else f"{x:.{digits}e}"
+
+
+def usd(x: float) -> str:
+    """Dollars as an editor prints an estimate: three significant figures, in millions from a million
+    (``$3.93 million``), whole dollars below (``$166,119``), the sign before the dollar sign."""
+    import math
+
+    if not isinstance(x, (int, float)) or isinstance(x, bool) or math.isnan(x):
+        raise ValueError(f"usd() takes a number, got {x!r}")
+    if math.isinf(x):
+        return "never" if x > 0 else "-∞"
+    sign = "-" if x < 0 else ""
+    a = abs(x)
+    if a >= 1e6:
+        return f"{sign}${a / 1e6:.3g} million"
+    return f"{sign}${a:,.0f}"
 
 
 def is_exact_zero_in_e(text: str) -> bool:

@@ -463,7 +463,11 @@ def test_sensitivity_table_has_a_row_per_sensitivity_row() -> None:
     rows = cost.sensitivity(flop, current, proposed, m, 24)
     lines = cost.sensitivity_table(rows).data.splitlines()
     assert len(lines) == 2 + len(rows)
-    assert lines[2].startswith("| baseline | x1 |  |")
-    assert f"{rows[0]['net_over_horizon_usd']:,.0f}" in lines[2]
+    assert lines[2].startswith("| baseline | ×1 |  |")
+    from xlaport.text import usd
+
+    assert usd(rows[0]["net_over_horizon_usd"]).replace("$", "\\$") in lines[2]  # escaped: dollars, not maths
+    mfu = next(r for r in rows if r["input"] == "current MFU")
+    assert f"| {mfu['value']:.0%} |" in lines[rows.index(mfu) + 2]  # a fraction reads as a percentage
     with pytest.raises(ValueError, match="sensitivity"):
         cost.sensitivity_table([{"input": "x"}])

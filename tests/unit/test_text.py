@@ -51,3 +51,12 @@ def test_table_lines_escapes_dollars_and_pipes() -> None:
         r"| a\|b | \$1.20 |",
         r"| `x\|$y` | 2 |",
     ]
+
+
+def test_dollars_read_as_an_editor_prints_an_estimate() -> None:
+    from xlaport.text import usd
+
+    assert usd(3_927_120) == "$3.93 million" and usd(-1_255_161) == "-$1.26 million"
+    assert usd(166_119.4) == "$166,119" and usd(0) == "$0" and usd(float("inf")) == "never"
+    with pytest.raises(ValueError, match="usd"):
+        usd(float("nan"))

@@ -316,14 +316,17 @@ def sensitivity_table(rows: Sequence[Mapping[str, Any]]) -> Any:
     keys = ("input", "factor", "value", "net_over_horizon_usd", "break_even_months")
     if not rows or any(not isinstance(r, Mapping) or any(k not in r for k in keys) for r in rows):
         raise ValueError("sensitivity_table() needs the non-empty rows of cost.sensitivity()")
+    from ..text import usd
+
+    def value(r: Mapping[str, Any]) -> str:
+        if r["input"] == "baseline":
+            return ""
+        if "utilisation" in r["input"] or "MFU" in r["input"]:
+            return f"{r['value']:.0%}"
+        return f"${r['value']:,.2f}" if r["value"] < 100 else usd(r["value"])
+
     out = [
-        (
-            r["input"],
-            f"x{r['factor']:g}",
-            "" if r["input"] == "baseline" else f"{r['value']:,.4g}",
-            f"{r['net_over_horizon_usd']:,.0f}",
-            _months(r["break_even_months"]),
-        )
+        (r["input"], f"×{r['factor']:g}", value(r), usd(r["net_over_horizon_usd"]), _months(r["break_even_months"]))
         for r in rows
     ]
-    return markdown_table(out, ["input", "factor", "value", "net over the horizon (USD)", "break-even month"])
+    return markdown_table(out, ["input", "factor", "value", "net over the horizon", "break-even month"])

@@ -27,7 +27,7 @@ from typing import Any
 
 from .. import detect, pages
 from ..cost import PRICE_TERMS
-from ..text import plural
+from ..text import plural, usd
 from ..validate import fraction, integer, positive
 from .effort import Effort, estimate, with_ops
 from .probe import ProbeResult, parse_probe, run_probe
@@ -489,13 +489,13 @@ def _cost_rows(c: dict[str, Any]) -> list[tuple[str, str]]:
     return [
         ("now", c["current"]),
         ("after", c["proposed"]),
-        ("compute per month now", f"${c['current_monthly_usd']:,.0f}"),
-        ("compute per month after", f"${c['proposed_monthly_usd']:,.0f}"),
-        ("saving per month", f"${c['monthly_saving_usd']:,.0f}"),
-        ("one-time cost", f"${c['one_time_usd']:,.0f} ({c['person_weeks']:.1f} person-weeks)"),
+        ("compute per month now", usd(c["current_monthly_usd"])),
+        ("compute per month after", usd(c["proposed_monthly_usd"])),
+        ("saving per month", usd(c["monthly_saving_usd"])),
+        ("one-time cost", f"{usd(c['one_time_usd'])} ({c['person_weeks']:.1f} person-weeks)"),
         *_band_rows(c),
         ("break-even", _months(c["break_even_months"])),
-        (f"net over {c['horizon_months']:g} months", f"${c['net_over_horizon_usd']:,.0f}"),
+        (f"net over {c['horizon_months']:g} months", usd(c["net_over_horizon_usd"])),
         ("verdict", c["verdict"]),
     ]
 
