@@ -263,7 +263,7 @@ def decision_md() -> str:
         f"(evidence {tpu.price_fact(TPU_TERM).evidence}). The two terms differ on purpose: a team that moves commits "
         "to the new chips, while the GPUs it leaves are priced as it pays for them today. If your GPUs are on a "
         "commitment too, read your price against the break-even column. Evidence levels are explained in "
-        "{doc}`generated/hardware`.",
+        "{doc}`/book/generated/hardware`.",
         "",
         f"**Assumptions**, for illustration (replace them with yours; the same model runs as `xlaport cost breakeven`): "
         f"a {HORIZON_MONTHS:g}-month horizon, ${USD_PER_PERSON_WEEK:,.0f} per person-week and "

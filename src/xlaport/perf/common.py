@@ -146,11 +146,11 @@ def render(progress: Progress = _quiet) -> str:
         "**What a step costs on each chip, for models a team is likely to run, from `xlaport estimate` at the time "
         "this site was built.** Every training and serving number is the estimator's *expected* value: the roofline floor over the fraction "
         "of it that published runs of the same chip family, software stack and kind of step reached "
-        "({doc}`../../notebooks/predict_before_renting` shows those runs and how far the fit held on runs it never "
+        "({doc}`/notebooks/predict_before_renting` shows those runs and how far the fit held on runs it never "
         f"saw). Each interval is at most {MAX_WIDTH:g}× wide; treat serving as a first estimate: on the held-out inference "
         f"runs the median error was {aims['median_abs_error']:.0%} and {aims['n'] - aims['inside']:.0f} of "
         f"{aims['n']:.0f} fell outside their interval. "
-        "Prices are the data file's on-demand prices ({doc}`hardware`); a chip with no published price shows none.",
+        "Prices are the data file's on-demand prices ({doc}`/book/generated/hardware`); a chip with no published price shows none.",
         "",
         "## Training",
         "",
