@@ -85,7 +85,7 @@ def render_page(records: list[dict[str, Any]]) -> str:
             c = r.get("chapters", {}).get(chapter)
             if c is None:
                 continue
-            figs = ", ".join(f"`{k}` {v:.4g}" for k, v in c.get("figures", {}).items()) or "–"
+            figs = ", ".join(f"`{k}` {v:.3g}" for k, v in c.get("figures", {}).items()) or "–"
             lines.append(
                 f"| {r.get('date', '–')} | {c.get('target') or '–'} | {c.get('mode') or '–'} | "
                 f"{c.get('device') or '–'} | {r.get('torch', '–')} | {'yes' if c.get('passed') else 'no'} | {figs} |"

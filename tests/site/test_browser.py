@@ -969,6 +969,20 @@ def _printed_arithmetic_slips(outputs: list[str]) -> list[str]:
     ]
 
 
+OVERPRECISE = re.compile(
+    r"(?<![\w.,/])(?:\$\d{1,3}(?:,\d{3}){2,}(?![\d.])"  # dollars in millions, to the dollar: $9,993,244
+    r"|\d{3,}\.0(?![\d.])"  # a whole number with a decimal zero: 1168.0
+    r"|0\.0*[1-9]\d{3,}(?![\d.])"  # a fraction to four or more figures: 0.5625
+    r"|[1-9]\d*\.\d*[1-9]\d{3,}(?![\d.]))"  # five or more figures with four or more after the point: 12.3456
+)
+
+
+def _overprecise(texts: list[str]) -> list[str]:
+    """Numbers in prose or a table printed with more precision than any estimate has (a reader's editor sends them
+    back): dollars in millions to the dollar, a whole number with ".0", a fraction to four or more figures."""
+    return sorted({m.group(0) for t in texts for m in OVERPRECISE.finditer(t)})
+
+
 def _unexplained_unknowns(tables: list[list[list[str]]], prose: list[dict[str, Any]]) -> list[str]:
     """An op table that marks ops "unknown" on a page whose prose never says what that means."""
     said = any("unknown" in p["text"].lower() for p in prose)
@@ -1029,12 +1043,21 @@ def test_prose_agrees_with_the_output_beside_it(browser: Browser, site: str, pag
     problems += _unexplained_unknowns(data["tables"], data["prose"])
     problems += _names_not_on_the_page(data["prose"], data["text"], data["code"])
     problems += _said_twice(data["prose"])
+    cells = [c for rows in data["tables"] for row in rows for c in row]
+    problems += [f"more precision than an estimate has: {n}" for n in _overprecise([prose_text, *cells])]
     assert not problems, f"{page}:\n  " + "\n  ".join(problems)
 
 
 def test_prose_rules_catch_their_slips() -> None:
     """Each rule above fails on the slip it names and passes its fixed form."""
     assert _same_range("kept 0.01-0.01 of the fixed-shape throughput") == ["0.01-0.01"]
+    assert _overprecise(["nets $9,993,244 at 1168.0 FLOP/B; MFU 0.5625, 12.3456 s"]) == [
+        "$9,993,244",
+        "0.5625",
+        "1168.0",
+        "12.3456",
+    ]
+    assert _overprecise(["$3.93 million, 1,168 FLOP/B, 56%, 0.0002, torch 2.9.0, libtpu 0.0.52, $166,119"]) == []
     assert _same_range("kept between 0.4% and 1.4% of it; steps 2 to 2") == []
     from xlaport import cost
 

@@ -70,7 +70,7 @@ def test_page_lists_every_run_per_chapter() -> None:
     }
     page = verify.render_page([emulated, real])
     assert page.startswith("# Verified on")
-    assert "| this build | tpu | emulated | xla:0 | 2.9.0 | yes | `compiles` 16, `ratio` 41.25 |" in page
+    assert "| this build | tpu | emulated | xla:0 | 2.9.0 | yes | `compiles` 16, `ratio` 41.2 |" in page
     assert "| 2026-12-01 | tpu | real | tpu:0 | 2.9.0 | no | – |" in page
 
 

@@ -231,5 +231,5 @@ def losses_table(losses: Mapping[str, Sequence[float]]) -> Any:
     if len(steps) != 1 or 0 in steps:
         raise ValueError("losses_table(): every model needs the same, non-zero number of steps")
     n = steps.pop()
-    rows = [(name, *(f"{float(v):.6f}" for v in ls)) for name, ls in losses.items()]
+    rows = [(name, *(f"{float(v):.4g}" for v in ls)) for name, ls in losses.items()]  # the printed gap says how close
     return markdown_table(rows, ["model", *(f"step {i + 1}" for i in range(n))])
