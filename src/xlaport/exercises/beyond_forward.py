@@ -61,7 +61,7 @@ def _plan_verdict(
             f"{waste:.1%} of the {positions} positions are padding (limit {max_waste:.0%}): {slack} at the ends of "
             f"{len(rows)} rows, {empty * row_len} in {plural(empty, 'empty row')} filling the last batch"
         )
-    return True, f"({rows_per_batch}, {row_len}) for {batches} batches, {waste:.1%} padding"
+    return True, f"(row_len {row_len}, rows_per_batch {rows_per_batch}) for {batches} batches, {waste:.1%} padding"
 
 
 @guarded("packing plan")

@@ -240,6 +240,10 @@ class SweepResult:
         lines.append(
             "ok/FAIL: within the tolerance of the matmul precision in effect; emu: failed because of the emulator"
         )
+        lines.append(
+            "tok/s: useful tokens per wall-clock second; ratio: varied over fixed in tokens per CPU second (what the "
+            "cliff is judged on: wall-clock time counts whatever else the machine runs)"
+        )
         return "\n".join(lines)
 
     def summary_text(self) -> str:
