@@ -130,5 +130,8 @@ def check_block_shape(
             )
         if blk[0] > max_rows:
             return _fail(name, f"{where}: {blk[0]} rows in one block: a few rows (at most {max_rows}) per block")
-        grids.append(f"{tuple(blk)} -> grid {math.ceil(shape[0] / blk[0])}")
-    return _ok(name, f"fits the ({tile[0]}, {tile[1]}) tile for {len(grids)} unseen arrays: " + ", ".join(grids[:3]))
+        grids.append(f"array {tuple(shape)}: block {tuple(blk)}, grid {math.ceil(shape[0] / blk[0])}")
+    more = f"; and {len(grids) - 3} more" if len(grids) > 3 else ""
+    return _ok(
+        name, f"fits the ({tile[0]}, {tile[1]}) tile on {len(grids)} unseen arrays: " + "; ".join(grids[:3]) + more
+    )
