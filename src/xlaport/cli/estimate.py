@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 
 __all__ = ["configure", "run"]
 
@@ -141,9 +142,7 @@ def run(args: argparse.Namespace) -> int:
     if s["uncounted"]:  # a contraction with no FLOP formula: say so, never a silent zero
         ops = ", ".join(f"{name} ({calls}x)" for name, calls in s["uncounted"].items())
         print(f"not counted: {ops}: no FLOP formula, so their matrix FLOPs are missing from the step", file=sys.stderr)
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
-    for line in (head, *rows):
-        print("  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip())
+    _print_table(head, rows)
     print(
         "floor: every matmul at peak, fused and overlapped; expected: the floor over the fraction of it that published "
         "training runs of the same chip family, stack and regime reached, with the spread of those runs (at most 2x; "
@@ -151,9 +150,20 @@ def run(args: argparse.Namespace) -> int:
         "(TP/SP): one sample's activations exceed a chip, FSDP alone cannot fit it",
         file=sys.stderr,
     )
+    _print_rests_on(rests_on)
+    return 0
+
+
+def _print_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """Columns aligned on spaces, one line per row."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+    for line in (head, *rows):
+        print("  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip())
+
+
+def _print_rests_on(rests_on: dict[str, str]) -> None:
     for level, ids in rests_on.items():
         print(f"expected for {level} rests on: {ids}", file=sys.stderr)
-    return 0
 
 
 def _inference(args: argparse.Namespace, batch: int, seq: int, chips: int | None) -> int:
@@ -204,9 +214,7 @@ def _inference(args: argparse.Namespace, batch: int, seq: int, chips: int | None
                 f"{r['usd_per_million_tokens']:.3g}" if "usd_per_million_tokens" in r else "no price",
             )
         )
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
-    for line in (head, *rows):
-        print("  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip())
+    _print_table(head, rows)
     print(
         "chips: the tensor-parallel degree (the fewest, a power of two, that hold weights and caches, unless --chips), "
         "×N the requests served together (a serving step: one token for each, prefills included); floor: every FLOP at peak and every byte at full bandwidth; expected: the "
@@ -214,6 +222,5 @@ def _inference(args: argparse.Namespace, batch: int, seq: int, chips: int | None
         "spread (at most 2x); tokens/s/chip and $/Mtok at the expected time",
         file=sys.stderr,
     )
-    for level, ids in rests_on.items():
-        print(f"expected for {level} rests on: {ids}", file=sys.stderr)
+    _print_rests_on(rests_on)
     return 0

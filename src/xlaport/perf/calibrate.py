@@ -32,8 +32,12 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .published import PublishedRun, runs
+
+if TYPE_CHECKING:
+    from .inference import Decoder
 
 __all__ = [
     "MAX_WIDTH",
@@ -93,7 +97,7 @@ def flop_per_token(run: PublishedRun) -> float | None:
     return 6.0 * (float(n) * 1e9 - embedding) + 12.0 * layers * d * seq
 
 
-def _decoder(run: PublishedRun):  # type: ignore[no-untyped-def]
+def _decoder(run: PublishedRun) -> Decoder | None:
     from .inference import decoder
 
     e = run.extra

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..validate import fraction
 from .machine import Machine
+from .published import PublishedRun
 from .trace import StepTrace
 
 __all__ = ["Fit", "PublishedFit", "bytes_per_chip", "fewest_chips", "published_fit", "tokens_per_chip"]
@@ -96,12 +97,9 @@ class PublishedFit:
         return self.bytes_per_chip <= self.hbm_bytes * self.usable
 
 
-def tokens_per_chip(run: object) -> float | None:
+def tokens_per_chip(run: PublishedRun) -> float | None:
     """Tokens one chip of a training run holds activations for at once: a micro-batch's sequences split by context
     (``sequence``) and tensor parallelism where the run gives its micro-batch, else the step's tokens over its chips."""
-    from .published import PublishedRun
-
-    assert isinstance(run, PublishedRun)
     e, ms = run.extra, run.measured
     if not run.chips:
         return None
@@ -115,7 +113,7 @@ def tokens_per_chip(run: object) -> float | None:
     return float(total) / run.chips if total else None
 
 
-def published_fit(run: object, usable: float = 0.9) -> PublishedFit | None:
+def published_fit(run: PublishedRun, usable: float = 0.9) -> PublishedFit | None:
     """The run's memory per chip, or None where its source does not give the sizes (parameters, layers, hidden size
     and tokens per step).
 
@@ -128,9 +126,7 @@ def published_fit(run: object, usable: float = 0.9) -> PublishedFit | None:
     or unstated and they cannot stay on the chip, they are counted on the host; :attr:`PublishedFit.policy` says
     which."""
     from .. import cost
-    from .published import PublishedRun
 
-    assert isinstance(run, PublishedRun)
     u = fraction("usable", usable)
     e = run.extra
     p, layers, hidden = e.get("params_b"), e.get("layers"), e.get("hidden")
