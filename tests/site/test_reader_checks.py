@@ -25,6 +25,57 @@ GLUED = [
 ]
 PARAMS = code("steps = 20\nlr = 3.0\n", tags=["parameters"])
 ALLOW = '[clean]\n"65504" = "torch.finfo(torch.float16).max, asserted in the chapter"\n'
+# Derived columns: the clean page's tables recompute, the defect pages' do not; one entry lacks a why, one matches
+# nothing.
+DERIVED = """
+[[column]]
+pages = ["clean", "derived_error"]
+column = "error"
+formula = "100 * (predicted - measured) / measured"
+why = "error in percent of the measurement"
+
+[[column]]
+pages = ["clean", "derived_total"]
+column = "person-weeks"
+formula = "units * person_weeks_per_unit"
+why = "units times weeks per unit"
+
+[[column]]
+pages = ["clean", "derived_total"]
+column = "person-weeks"
+formula = "total(person_weeks)"
+rows = ["total"]
+why = "the sum of the rows above"
+"""
+VS_FIRST = """
+[[column]]
+pages = ["clean"]
+column = "vs first"
+formula = "ms / first(ms)"
+why = "relative to the first row"
+"""
+DERIVED_STALE = """
+[[column]]
+pages = ["derived_error"]
+column = "share"
+formula = "ms / total(ms)"
+why = "a column no table has"
+
+[[column]]
+pages = ["derived_total"]
+column = "person-weeks"
+formula = "units * person_weeks_per_unit"
+"""
+# The validation table the editor's read found: conv 15.26 ms predicted, 14.26 ms measured, printed as "−2%".
+ERROR_TABLE = (
+    "| case | predicted | measured | error |\n|---|---:|---:|---:|\n"
+    "| mlp | 61.26 ms | 71.13 ms | −14% |\n| conv | 15.26 ms | 14.26 ms | {conv} |\n"
+)
+EFFORT_TABLE = (
+    "| class | units | person-weeks per unit | person-weeks |\n|---|---:|---:|---:|\n"
+    "| device | 12 findings | 0.02 | 0.24 |\n| amp | 2 findings | 0.05 | 0.10 |\n"
+    "| validation |  | 0.5 × engineering | 0.00 |\n| total |  |  | {total} |\n"
+)
 
 
 def _chapter(*cells: object) -> object:
@@ -98,6 +149,11 @@ DEFECTS: dict[str, tuple[object, str]] = {
     },
     "glossary_first_use": (_chapter(md("Real XLA here.\n\nThen {term}`XLA` linked too late.")), "glossary"),
     "glossary_plural": (_chapter(md("Some lazy tensors here.")), "glossary"),
+    "derived_error": ("# Validation\n\n" + ERROR_TABLE.format(conv="−2%"), "derived-column"),
+    "derived_total": (
+        _chapter(code("show(t)", [result("<t>", text_markdown=EFFORT_TABLE.format(total="0.24"))])),
+        "derived-column",
+    ),
 }
 
 CLEAN = _chapter(
@@ -123,6 +179,17 @@ CLEAN = _chapter(
         "```{exercise} Scale it up\n:label: ex-scale\n\nA decoder with hidden size 4096 and 32 layers.\n```\n\n"
         "## Mechanism 1: Autocast around a compiled region\n"
     ),
+    code("show(t)", [result("<t>", text_markdown=ERROR_TABLE.format(conv="+7%"))]),
+    code(
+        "show(t)",
+        [
+            result(
+                "<t>",
+                text_markdown="| variant | ms | vs first |\n|---|---:|---:|\n| a | 162.9 | 1.00× |\n| b | 22.4 | 0.14× |\n",
+            )
+        ],
+    ),
+    code("show(t)", [result("<t>", text_markdown=EFFORT_TABLE.format(total="0.34"))]),
     code("df", [result("<df>", text_html="<table><tr><td>1.5</td><td>2.5</td></tr></table>")]),
     code("x", [result("3")], tags=["show-result"]),
     code("print(x)", [stream("x = 3\n")]),
@@ -136,21 +203,26 @@ CLEAN = _chapter(
 def defects(tmp_path_factory: pytest.TempPathFactory) -> list[Warning]:
     pages = {f"{stem}.{'md' if isinstance(page, str) else 'ipynb'}": page for stem, (page, _) in DEFECTS.items()}
     allow = tmp_path_factory.mktemp("allow") / "allow.toml"
+    (allow.parent / "derived.toml").write_text(DERIVED_STALE + DERIVED)
     allow.write_text(
         '[number_0]\n"8" = "used: a sourced constant of this chapter"\n"7" = "float32 digits, IEEE 754"\n'
         '[number_1]\n"1" = ""\n[nochapter]\n"1" = "a source that is long enough"\n'
     )
-    return build(tmp_path_factory.mktemp("defects"), pages, conf=f"xlaport_prose_numbers_allow = {str(allow)!r}\n")  # type: ignore[arg-type]
+    derived = allow.parent / "derived.toml"
+    conf = f"xlaport_prose_numbers_allow = {str(allow)!r}\nxlaport_derived_columns = {str(derived)!r}\n"
+    return build(tmp_path_factory.mktemp("defects"), pages, conf=conf)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Warning]]:
     src = tmp_path_factory.mktemp("clean")
     (src / "allow.toml").write_text(ALLOW)
+    (src / "derived.toml").write_text(DERIVED + VS_FIRST)
     return src, build(
         src,
         {"clean.ipynb": CLEAN},
-        conf="xlaport_prose_numbers_allow = 'allow.toml'\nextensions.append('sphinx_exercise')\n",
+        conf="xlaport_prose_numbers_allow = 'allow.toml'\nxlaport_derived_columns = 'derived.toml'\n"
+        "extensions.append('sphinx_exercise')\n",
     )  # type: ignore[dict-item]
 
 
@@ -178,6 +250,20 @@ def test_allow_list_entries_are_used_sourced_and_for_chapters(defects: list[Warn
     assert "[nochapter] is not a chapter" in listed[0]
     assert "[number_0] '7' matches no number any more" in listed[1]
     assert "[number_1] '1' needs its source" in listed[2]
+
+
+def test_a_derived_column_that_does_not_recompute_names_its_row(defects: list[Warning]) -> None:
+    (w,) = [w for w in defects if w.doc == "derived_error"]
+    assert "conv" in w.message and "'−2%'" in w.message and "gives 7.013" in w.message, w.message
+    (t,) = [w for w in defects if w.doc == "derived_total"]
+    assert "total" in t.message and "'0.24'" in t.message and "gives 0.34" in t.message, t.message
+
+
+def test_derived_column_entries_say_why_and_match_a_table(defects: list[Warning]) -> None:
+    listed = sorted(w.message for w in defects if w.kind == "derived-list")
+    assert len(listed) == 2, listed
+    assert "'person-weeks'" in listed[0] and "needs a why" in listed[0]
+    assert "'share'" in listed[1] and "matches no table" in listed[1]
 
 
 def test_a_headings_own_number_is_not_a_prose_number(defects: list[Warning]) -> None:

@@ -218,33 +218,47 @@ class SweepResult:
             }
         return out
 
-    def table(self) -> str:
-        """A plain-text table, one line per model and target."""
-        head = (
-            f"{'model':10} {'target':7} {'fwd':>4} {'tol':>8} {'train':>5} {'grad err':>8} {'ops!':>4} "
-            f"{'fixed tok/s':>11} {'varied tok/s':>12} {'ratio':>6} {'compiles':>8} {'cliff':>5}  notes"
-        )
-        lines = [head, "-" * len(head)]
+    LEGEND = (
+        "ok/FAIL: within the tolerance of the matmul precision in effect; emu: failed because of the emulator",
+        "tok/s: useful tokens per wall-clock second; ratio: varied over fixed in tokens per CPU second (what the "
+        "cliff is judged on: wall-clock time counts whatever else the machine runs)",
+    )
+
+    def rows(self) -> list[dict[str, str]]:
+        """One row per model and target, as the table shows it (a notebook displays these as a markdown table)."""
+        out = []
         for r in self.results:
             ratio = r.ratio
-            bad_ops = len(set(r.forward.raises) | set(r.train.raises))
-            lines.append(
-                f"{r.model:10} {r.target:7} {_mark(r.forward):>4} {_num(r.forward.tol_needed, '.1e'):>8} "
-                f"{_mark(r.train):>5} {_num(r.train.grad_rel_l2, '.1e'):>8} {bad_ops:>4} "
-                f"{_num(r.fixed.tokens_per_s if r.fixed else None, '.0f'):>11} "
-                f"{_num(r.varied.tokens_per_s if r.varied else None, '.0f'):>12} {_num(ratio, '.2f'):>6} "
-                f"{(str(r.varied.compiles) + '/' + str(r.varied.steps)) if r.varied else '-':>8} "
-                f"{('-' if ratio is None else ('no' if r.no_cliff(self.config.cliff_ratio) else 'YES')):>5}  "
-                f"{r.notes()}".rstrip()
+            out.append(
+                {
+                    "model": r.model,
+                    "target": r.target,
+                    "fwd": _mark(r.forward),
+                    "tol": _num(r.forward.tol_needed, ".1e"),
+                    "train": _mark(r.train),
+                    "grad err": _num(r.train.grad_rel_l2, ".1e"),
+                    "ops!": str(len(set(r.forward.raises) | set(r.train.raises))),
+                    "fixed tok/s": _num(r.fixed.tokens_per_s if r.fixed else None, ".0f"),
+                    "varied tok/s": _num(r.varied.tokens_per_s if r.varied else None, ".0f"),
+                    "ratio": _num(ratio, ".2f"),
+                    "compiles": f"{r.varied.compiles}/{r.varied.steps}" if r.varied else "-",
+                    "cliff": "-" if ratio is None else ("no" if r.no_cliff(self.config.cliff_ratio) else "YES"),
+                    "notes": r.notes(),
+                }
             )
-        lines.append(
-            "ok/FAIL: within the tolerance of the matmul precision in effect; emu: failed because of the emulator"
-        )
-        lines.append(
-            "tok/s: useful tokens per wall-clock second; ratio: varied over fixed in tokens per CPU second (what the "
-            "cliff is judged on: wall-clock time counts whatever else the machine runs)"
-        )
-        return "\n".join(lines)
+        return out
+
+    def table(self) -> str:
+        """A plain-text table, one line per model and target, then the legend (what the CLI prints)."""
+        widths = {"model": -10, "target": -7, "fwd": 4, "tol": 8, "train": 5, "grad err": 8, "ops!": 4}
+        widths |= {"fixed tok/s": 11, "varied tok/s": 12, "ratio": 6, "compiles": 8, "cliff": 5}
+
+        def line(cells: dict[str, str]) -> str:
+            fixed = " ".join(f"{cells[k]:<{-w}}" if w < 0 else f"{cells[k]:>{w}}" for k, w in widths.items())
+            return f"{fixed}  {cells['notes']}".rstrip()
+
+        head = line({k: k for k in [*widths, "notes"]})
+        return "\n".join([head, "-" * len(head), *(line(r) for r in self.rows()), *self.LEGEND])
 
     def summary_text(self) -> str:
         lines = []
