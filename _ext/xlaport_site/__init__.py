@@ -8,7 +8,8 @@ One module per family:
 * :mod:`.html`: fixes to the rendered pages (scripts once per page, alt text for plots, exact zeros as ``0``);
 * the reader checks, each a doctree visitor that warns ``xlaport.<check>`` (a strict build, ``-W``, fails on it):
   :mod:`.prose_numbers` (numbers in a chapter's prose are glued, parameters or sourced), :mod:`.derived` (a
-  table's derived columns recompute from the cells shown), :mod:`.glossary` (a term's
+  table's derived columns recompute from the cells shown), :mod:`.read_dates` (each cited web page shows the day
+  it was read), :mod:`.glossary` (a term's
   first use in a chapter is a ``{term}`` link), :mod:`.outputs` (stray results, build-machine noise, printed tables,
   ``nan`` where a number belongs in an output), :mod:`.pages` (unrendered tables, ``nan`` or ``0.0e+00`` in glued
   prose, headings numbered twice, emoji, machine paths).
@@ -23,10 +24,10 @@ from typing import Any
 
 from sphinx.application import Sphinx
 
-from . import derived, editions, generated, glossary, glue, html, outputs, pages, prose_numbers
+from . import derived, editions, generated, glossary, glue, html, outputs, pages, prose_numbers, read_dates
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    for module in (generated, glue, html, prose_numbers, derived, glossary, outputs, pages, editions):
+    for module in (generated, glue, html, prose_numbers, derived, read_dates, glossary, outputs, pages, editions):
         module.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

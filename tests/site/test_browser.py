@@ -1176,7 +1176,7 @@ def test_output_rules_catch_their_slips() -> None:
         assert not re.search(ONE_PLURAL, good), good
 
 
-NEW_TERMS = ("DTensor", "HLO", "VMEM", "interpret mode")
+NEW_TERMS = ("DTensor", "HLO", "VMEM", "interpret mode", "SDPA", "AMP", "FSDP2", "ulp")
 
 
 @site_only

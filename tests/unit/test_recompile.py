@@ -440,3 +440,13 @@ def test_events_from_records() -> None:
     limit = event_from_limit_warning("torch._dynamo hit config.recompile_limit (8)\n   last reason: 0/7: tensor 'x'")
     assert limit is not None and limit.source == "dynamo-limit" and limit.reason == "0/7: tensor 'x'"
     assert event_from_limit_warning("something else") is None
+
+
+def test_a_long_reason_is_cut_at_a_word_and_says_how_many_more() -> None:
+    from xlaport.recompile.monitor import _clip
+
+    reason = "recompile limit hit; last reason: tensor 'x' size mismatch at index 0. expected 8, actual 9"
+    assert _clip(reason, 120) == reason  # the table's width keeps Dynamo's whole sentence
+    cut = _clip(reason, 60)
+    assert cut.endswith("…") and len(cut) <= 60 and reason.startswith(cut[:-1]) and not cut[:-1].endswith(" ")
+    assert _clip("x" * 80, 10) == "x" * 9 + "…"

@@ -348,6 +348,7 @@ class Report:
         """Base64 PNGs: findings per rule, effort per class, compiles per probe call, net over the horizon."""
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
+        from matplotlib.ticker import MaxNLocator
 
         out: dict[str, str] = {}
 
@@ -367,6 +368,7 @@ class Report:
             colors = {"error": "#c0392b", "warning": "#e67e22", "note": "#2980b9"}
             ax.barh(names, [counts[n] for n in names], color=[colors[rule(n).severity] for n in names])
             ax.set_xlabel("findings")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.set_title("Findings per rule (red: error, orange: warning)")
             out["findings"] = png(fig)
         if self.effort.rows:
@@ -390,6 +392,7 @@ class Report:
             )
             ax.set_xticks(xs, [f"{c.inputs}\npass {c.repeat}" for c in self.probe.calls], fontsize=7)
             ax.set_ylabel("programs compiled")
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
             ax.set_title(f"Recompile probe on {self.probe.target} (red: a shape already seen compiled again)")
             out["probe"] = png(fig)
         if self.cost is not None:

@@ -217,6 +217,13 @@ class StepRecord:
         return d
 
 
+def _clip(text: str, width: int) -> str:
+    """``text`` whole when it fits in ``width`` characters, else cut at a word and marked with an ellipsis."""
+    if len(text) <= width:
+        return text
+    return text[: text.rfind(" ", 0, width - 1) if " " in text[: width - 1] else width - 1].rstrip(" ,;:") + "…"
+
+
 def _fmt_key(key: tuple[Hashable, ...] | None) -> str:
     return "" if key is None else " ".join(_fmt_input(d) for d in key)
 
@@ -583,7 +590,8 @@ class RecompileMonitor:
                 f"{r.dynamo_compiles:>6}  {_fmt_key(r.key)[:28]:<28}"
             )
             if reasons and r.reasons:
-                line += "  " + r.reasons[0][:90] + (f" (+{len(r.reasons) - 1})" if len(r.reasons) > 1 else "")
+                more = len(r.reasons) - 1
+                line += "  " + _clip(r.reasons[0], 120) + (f" (+{plural(more, 'more reason')})" if more else "")
             lines.append(line.rstrip())
         if max_rows is not None and len(self.records) > max_rows:
             lines.append(f"... {len(self.records) - max_rows} more steps")

@@ -1,0 +1,127 @@
+"""Every web page the book cites is shown with the date it was read.
+
+The TOML file config ``xlaport_read_dates`` names maps each cited URL to the day it was read
+(``"https://docs.jax.dev/…/matmul.html" = "2026-11-29"``). As each page is read, a paragraph (or table cell) that links
+a web page gets the date after its last link: "([Pallas TPU matmul guide](…), read 2026-11-29)" or "… (read
+2026-11-29)"; several dates are listed once each. A paragraph or table row that already states a date (``read
+2026-12-04``, a "read" column) is left as written. A linked URL with no date warns ``xlaport.read-date``; an entry
+that no page links any more warns ``xlaport.read-date`` when the build finishes, so the file lists what the book
+cites, no more.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from datetime import date
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.environment import BuildEnvironment
+
+from ._nodes import inside, is_cell, warn, warn_file
+
+_DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
+
+
+def load(app: Sphinx) -> dict[str, str]:
+    name = app.config.xlaport_read_dates
+    if not name:
+        return {}
+    cached = getattr(app, "_xlaport_read_dates", None)
+    if cached is None:
+        path = Path(app.confdir) / name
+        cached = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        app._xlaport_read_dates = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def _external(ref: nodes.reference) -> str | None:
+    uri = str(ref.get("refuri", ""))
+    return uri if uri.startswith(("http://", "https://")) else None
+
+
+def _dated(block: nodes.Element) -> bool:
+    """Whether the paragraph, or the table row it sits in, already states a date."""
+    row = block.parent
+    while row is not None and not isinstance(row, nodes.row):
+        row = row.parent
+    return bool(_DATE.search(block.astext()) or (row is not None and _DATE.search(row.astext())))
+
+
+def _after(ref: nodes.reference, text: str) -> None:
+    """Put ``text`` just after ``ref``: ", read D" inside a bracket the link closes, " (read D)" otherwise."""
+    parent = ref.parent
+    index = parent.index(ref)
+    following = parent[index + 1] if index + 1 < len(parent) else None
+    closes = isinstance(following, nodes.Text) and str(following).startswith(")")
+    label = f", read {text}" if closes else f" (read {text})"
+    parent.insert(index + 1, nodes.inline(label, label, classes=["read-date"]))
+
+
+def annotate(app: Sphinx, doctree: nodes.document) -> None:
+    dates = load(app)
+    if not app.config.xlaport_read_dates:
+        return
+    used: set[str] = set()
+    for block in list(doctree.findall(nodes.paragraph)):
+        if inside(block, lambda n: is_cell(n) or isinstance(n, (nodes.literal_block, nodes.raw))):
+            continue
+        refs = [r for r in block.findall(nodes.reference) if _external(r)]
+        if not refs or _dated(block):
+            continue
+        found: list[str] = []
+        for ref in refs:
+            uri = _external(ref) or ""
+            when = dates.get(uri)
+            if when is None:
+                warn(
+                    block,
+                    "read-date",
+                    f"{uri} has no date read: add it to {app.config.xlaport_read_dates} with the day you read it "
+                    f'("{uri}" = "{date.today().isoformat()}")',
+                )
+                continue
+            used.add(uri)
+            if when not in found:
+                found.append(when)
+        if found:
+            _after(refs[-1], ", ".join(sorted(found)))
+    env_used(app.env)[app.env.docname] = used
+
+
+def env_used(env: BuildEnvironment) -> dict[str, set[str]]:
+    if not hasattr(env, "xlaport_read_dates_used"):
+        env.xlaport_read_dates_used = {}  # type: ignore[attr-defined]
+    return env.xlaport_read_dates_used  # type: ignore[attr-defined]
+
+
+def purge(app: Sphinx, env: BuildEnvironment, docname: str) -> None:
+    env_used(env).pop(docname, None)
+
+
+def merge(app: Sphinx, env: BuildEnvironment, docnames: set[str], other: BuildEnvironment) -> None:
+    env_used(env).update({d: u for d, u in env_used(other).items() if d in docnames})
+
+
+def stale_entries(app: Sphinx, exception: Exception | None) -> None:
+    """Entries no page cites any more, and dates that are not dates."""
+    if exception is not None or not app.config.xlaport_read_dates:
+        return
+    name = app.config.xlaport_read_dates
+    path = str(Path(app.confdir) / name)
+    used = set().union(*env_used(app.env).values()) if env_used(app.env) else set()
+    for uri, when in load(app).items():
+        if not (isinstance(when, str) and re.fullmatch(r"20\d\d-\d\d-\d\d", when)):
+            warn_file(path, "read-date", f"{name}: {uri} = {when!r} is not a date (YYYY-MM-DD)")
+        elif uri not in used:
+            warn_file(path, "read-date", f"{name}: no page cites {uri} any more")
+
+
+def setup(app: Sphinx) -> None:
+    app.add_config_value("xlaport_read_dates", "", "env", [str])
+    app.connect("doctree-read", annotate)
+    app.connect("env-purge-doc", purge)
+    app.connect("env-merge-info", merge)
+    app.connect("build-finished", stale_entries)
