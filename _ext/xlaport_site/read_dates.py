@@ -4,9 +4,9 @@ The TOML file config ``xlaport_read_dates`` names maps each cited URL to the day
 (``"https://docs.jax.dev/…/matmul.html" = "2026-11-29"``). As each page is read, a paragraph (or table cell) that links
 a web page gets the date after its last link: "([Pallas TPU matmul guide](…), read 2026-11-29)" or "… (read
 2026-11-29)"; several dates are listed once each. A paragraph or table row that already states a date (``read
-2026-12-04``, a "read" column) is left as written. A linked URL with no date warns ``xlaport.read-date``; an entry
+2026-12-04``, a "read" column) is left as written, and needs no entry. A linked URL with no date warns ``xlaport.read-date``; an entry
 that no page links any more warns ``xlaport.read-date`` when the build finishes, so the file lists what the book
-cites, no more.
+cites, no more. Links into the book's own repository (``repository.url``) are not citations and get no date.
 """
 
 from __future__ import annotations
@@ -37,9 +37,15 @@ def load(app: Sphinx) -> dict[str, str]:
     return cached
 
 
-def _external(ref: nodes.reference) -> str | None:
+def _own(app: Sphinx) -> str:
+    """The book's own repository (Jupyter Book's ``repository.url``): links to its files are not cited sources."""
+    url = str((getattr(app.config, "html_theme_options", None) or {}).get("repository_url", ""))
+    return url.rstrip("/") + "/" if url else "\0"
+
+
+def _external(ref: nodes.reference, own: str = "\0") -> str | None:
     uri = str(ref.get("refuri", ""))
-    return uri if uri.startswith(("http://", "https://")) else None
+    return uri if uri.startswith(("http://", "https://")) and not uri.startswith(own) else None
 
 
 def _dated(block: nodes.Element) -> bool:
@@ -65,15 +71,19 @@ def annotate(app: Sphinx, doctree: nodes.document) -> None:
     if not app.config.xlaport_read_dates:
         return
     used: set[str] = set()
+    own = _own(app)
     for block in list(doctree.findall(nodes.paragraph)):
         if inside(block, lambda n: is_cell(n) or isinstance(n, (nodes.literal_block, nodes.raw))):
             continue
-        refs = [r for r in block.findall(nodes.reference) if _external(r)]
-        if not refs or _dated(block):
+        refs = [r for r in block.findall(nodes.reference) if _external(r, own)]
+        if not refs:
+            continue
+        if _dated(block):  # the text states its date already; the file's entries for its links still count as cited
+            used |= {uri for r in refs if (uri := _external(r, own) or "") in dates}
             continue
         found: list[str] = []
         for ref in refs:
-            uri = _external(ref) or ""
+            uri = _external(ref, own) or ""
             when = dates.get(uri)
             if when is None:
                 warn(

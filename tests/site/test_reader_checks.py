@@ -25,6 +25,12 @@ GLUED = [
 ]
 PARAMS = code("steps = 20\nlr = 3.0\n", tags=["parameters"])
 ALLOW = '[clean]\n"65504" = "torch.finfo(torch.float16).max, asserted in the chapter"\n'
+# The clean page's web links, each with the day it was read.
+READS = """
+"https://openxla.org" = "2026-11-29"
+"https://github.com/pytorch/xla/issues/4203" = "2026-11-30"
+"https://example.com/a/1/2" = "2026-11-30"
+"""
 # Derived columns: the clean page's tables recompute, the defect pages' do not; one entry lacks a why, one matches
 # nothing.
 DERIVED = """
@@ -149,6 +155,7 @@ DEFECTS: dict[str, tuple[object, str]] = {
     },
     "glossary_first_use": (_chapter(md("Real XLA here.\n\nThen {term}`XLA` linked too late.")), "glossary"),
     "glossary_plural": (_chapter(md("Some lazy tensors here.")), "glossary"),
+    "undated_link": ("# Links\n\nSee [the guide](https://example.org/guide) for more.\n", "read-date"),
     "derived_error": ("# Validation\n\n" + ERROR_TABLE.format(conv="−2%"), "derived-column"),
     "derived_total": (
         _chapter(code("show(t)", [result("<t>", text_markdown=EFFORT_TABLE.format(total="0.24"))])),
@@ -209,7 +216,12 @@ def defects(tmp_path_factory: pytest.TempPathFactory) -> list[Warning]:
         '[number_1]\n"1" = ""\n[nochapter]\n"1" = "a source that is long enough"\n'
     )
     derived = allow.parent / "derived.toml"
-    conf = f"xlaport_prose_numbers_allow = {str(allow)!r}\nxlaport_derived_columns = {str(derived)!r}\n"
+    reads = allow.parent / "reads.toml"
+    reads.write_text('"https://example.org/unused" = "2026-11-29"\n"https://example.org/when" = "soon"\n')
+    conf = (
+        f"xlaport_prose_numbers_allow = {str(allow)!r}\nxlaport_derived_columns = {str(derived)!r}\n"
+        f"xlaport_read_dates = {str(reads)!r}\n"
+    )
     return build(tmp_path_factory.mktemp("defects"), pages, conf=conf)  # type: ignore[arg-type]
 
 
@@ -218,10 +230,12 @@ def clean(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Warning]
     src = tmp_path_factory.mktemp("clean")
     (src / "allow.toml").write_text(ALLOW)
     (src / "derived.toml").write_text(DERIVED + VS_FIRST)
+    (src / "reads.toml").write_text(READS)
     return src, build(
         src,
         {"clean.ipynb": CLEAN},
         conf="xlaport_prose_numbers_allow = 'allow.toml'\nxlaport_derived_columns = 'derived.toml'\n"
+        "xlaport_read_dates = 'reads.toml'\n"
         "extensions.append('sphinx_exercise')\n",
     )  # type: ignore[dict-item]
 
@@ -264,6 +278,21 @@ def test_derived_column_entries_say_why_and_match_a_table(defects: list[Warning]
     assert len(listed) == 2, listed
     assert "'person-weeks'" in listed[0] and "needs a why" in listed[0]
     assert "'share'" in listed[1] and "matches no table" in listed[1]
+
+
+def test_a_cited_page_without_its_date_read_warns_and_the_list_holds_only_cited_pages(defects: list[Warning]) -> None:
+    (w,) = [w for w in defects if w.doc == "undated_link"]
+    assert "https://example.org/guide has no date read" in w.message, w.message
+    listed = sorted(w.message for w in defects if w.kind == "read-date" and w.doc != "undated_link")
+    assert len(listed) == 2, listed
+    assert "'soon' is not a date" in listed[0] and "no page cites https://example.org/unused" in listed[1]
+
+
+def test_each_cited_page_shows_the_day_it_was_read(clean: tuple[Path, list[Warning]]) -> None:
+    page = (clean[0] / "_build" / "clean.html").read_text(encoding="utf-8")
+    # one date per paragraph, after its last link; two links read on one day show it once
+    assert page.count('class="read-date"') == 2, page.count('class="read-date"')
+    assert "(read 2026-11-29)</span>" in page and "(read 2026-11-30)</span>" in page
 
 
 def test_a_headings_own_number_is_not_a_prose_number(defects: list[Warning]) -> None:
