@@ -706,7 +706,7 @@ def test_every_table_column_is_visible_or_scrolls_into_view(
 # nothing to scroll. The rule above lets a table scroll when it cannot fit, with a scrollbar and a faded edge; on the
 # curriculum page a nine-column table needed 16 px more than its 745 px box, and the faded last column, with the
 # scrollbar below the fold of a tall table, read as blurred numbers rather than as more to see.
-DESKTOP_FIT_PAGES = ("book/curriculum.html",)
+DESKTOP_FIT_PAGES = ("book/curriculum.html", "book/support_matrix.html")
 
 TABLES_SCROLL_JS = r"""
 () => [...document.querySelectorAll('article table, .bd-article table, main table')]

@@ -166,14 +166,14 @@ def render(progress: Progress = _quiet) -> str:
             "",
             f"### {models[m]} ({MODELS[m]}), training",
             "",
-            "| chip | chips | step (interval) | tokens/s per chip | $ per M tokens |",
+            "| chip | $ per M tokens | tokens/s per chip | chips | step (interval) |",
             "|---|---:|---:|---:|---:|",
         ]
         for r in (r for r in train if r["model"] == m):
             lo, hi = r["interval_s"]
             lines.append(
-                f"| {names[r['chip']]} | {r['chips']} | {_secs(r['expected_s'])} ({_secs(lo)}–{_secs(hi)}) | "
-                f"{r['tokens_per_s_per_chip']:,.0f} | {_money(r['usd_per_million_tokens'])} |"
+                f"| {names[r['chip']]} | {_money(r['usd_per_million_tokens'])} | {r['tokens_per_s_per_chip']:,.0f} | "
+                f"{r['chips']} | {_secs(r['expected_s'])} ({_secs(lo)}–{_secs(hi)}) |"
             )
     levels: dict[str, dict[str, str]] = {}
     for r in train:
@@ -205,7 +205,7 @@ def render(progress: Progress = _quiet) -> str:
             "",
             f"### {models[m]} ({MODELS[m]}), serving",
             "",
-            "| chip | chips | at once | step (interval) | output tokens/s per chip | $ per M tokens |",
+            "| chip | $ per M tokens | output tokens/s per chip | chips | at once | step (interval) |",
             "|---|---:|---:|---:|---:|---:|",
         ]
         for r in (r for r in serve if r["model"] == m):
@@ -213,8 +213,8 @@ def render(progress: Progress = _quiet) -> str:
             if r["interval_s"]:
                 step += f" ({_secs(r['interval_s'][0])}–{_secs(r['interval_s'][1])})"
             lines.append(
-                f"| {names[r['chip']]} | {r['chips']} | {r['concurrency']:,} | {step} | "
-                f"{r['tokens_per_s_per_chip']:,.0f} | {_money(r['usd_per_million_tokens'])} |"
+                f"| {names[r['chip']]} | {_money(r['usd_per_million_tokens'])} | {r['tokens_per_s_per_chip']:,.0f} | "
+                f"{r['chips']} | {r['concurrency']:,} | {step} |"
             )
     lines += [
         "",
