@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from xlaport import cost
-from xlaport.perf.decode import decode_step, decoder_shape, max_batch
+from xlaport.perf.inference import decode_s, decode_sweep, decoder_from_config, largest_batch
 from xlaport.perf.machine import Machine, chip
 from xlaport.perf.memory import bytes_per_chip, fewest_chips
 from xlaport.perf.pricing import step_cost
@@ -166,16 +166,16 @@ def test_fewest_chips_is_the_smallest_count_that_fits() -> None:
 
 
 def test_decode_is_memory_bound_at_batch_one_and_bounded_by_hbm() -> None:
-    shape = decoder_shape("qwen3_8b")
+    shape = decoder_from_config("qwen3_8b")
     v6e = chip("tpu_v6e")
-    one = decode_step(shape, v6e, 1, 2048)
+    (one,) = decode_sweep(shape, v6e, 2048, batches=(1,))
     assert one.bound == "memory"
-    kv = 2 * 36 * 8 * 128 * 2
-    assert one.bytes == pytest.approx(shape.weight_params * 2 + 2048 * kv)
-    assert one.seconds == pytest.approx(one.bytes / 1638e9)
-    cap = max_batch(shape, v6e, 2048)
-    assert shape.weight_params * 2 + cap * 2048 * kv <= 0.9 * v6e.hbm_bytes
-    assert shape.weight_params * 2 + (cap + 1) * 2048 * kv > 0.9 * v6e.hbm_bytes
+    kv = 2 * 36 * 8 * 128 * 2  # K and V, 36 layers, 8 KV heads of 128, bf16: bytes per cached token
+    assert one.seconds == pytest.approx((shape.params * 2 + 2048 * kv) / 1638e9)
+    assert decode_s(shape, v6e, 1, 1, 2048) == one.seconds
+    cap = largest_batch(shape, v6e, 1, 2048)
+    assert shape.params * 2 + cap * 2048 * kv <= 0.9 * v6e.hbm_bytes
+    assert shape.params * 2 + (cap + 1) * 2048 * kv > 0.9 * v6e.hbm_bytes
 
 
 def test_step_cost_carries_the_band() -> None:

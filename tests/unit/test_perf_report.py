@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from xlaport import perf
-from xlaport.perf.decode import decode_sweep, decoder_shape
+from xlaport.perf.inference import decode_sweep, decoder_from_config
 from xlaport.perf.machine import chip
 from xlaport.perf.report import PUBLISHED_UNITS
 from xlaport.perf.roofline import regimes
@@ -47,7 +47,7 @@ def test_step_summary_says_parameters_calls_flops_and_bytes() -> None:
 
 
 def test_decode_table_follows_the_sweep() -> None:
-    sweep = decode_sweep(decoder_shape("qwen3_8b"), chip("tpu_v6e"), 2048, batches=(1, 4096))
+    sweep = decode_sweep(decoder_from_config("qwen3_8b"), chip("tpu_v6e"), 2048, batches=(1, 4096))
     table = perf.decode_table(sweep, "one v6e")
     assert [r["batch"] for r in table] == ["1", "4,096"]
     assert table[0]["bound"] == "memory" and table[0]["fits one v6e"] == "yes"

@@ -8,8 +8,8 @@ Modules (torch is imported only when a trace runs):
 - :mod:`~xlaport.perf.roofline`: per-op times, the step's band (fused and overlapped .. unfused and summed),
   the regime of each op class, FSDP collectives on several chips.
 - :mod:`~xlaport.perf.memory`: the fewest chips whose HBM holds the step under FSDP.
-- :mod:`~xlaport.perf.decode`: decode as its own regime (weights and KV cache read per token), on one chip.
-- :mod:`~xlaport.perf.inference`: prefill, decode with a KV cache and serving as servers run them, tensor-parallel.
+- :mod:`~xlaport.perf.inference`: prefill, decode with a KV cache (alone, or swept over batch sizes) and serving as
+  servers run them, tensor-parallel.
 - :mod:`~xlaport.perf.pricing`: cost per step, per image and per million tokens, band carried through.
 - :mod:`~xlaport.perf.estimate`: load a model (``module:factory``, a transformers config), trace, estimate every chip.
 - :mod:`~xlaport.perf.bench`: this CPU measured, and predicted vs measured step times on it.
@@ -44,11 +44,6 @@ _EXPORTS = {
     "Fit": "memory",
     "fewest_chips": "memory",
     "bytes_per_chip": "memory",
-    "DecoderShape": "decode",
-    "decoder_shape": "decode",
-    "decode_step": "decode",
-    "decode_sweep": "decode",
-    "max_batch": "decode",
     "StepCost": "pricing",
     "step_cost": "pricing",
     "Estimate": "estimate",
@@ -73,6 +68,10 @@ _EXPORTS = {
     "table_error": "report",
     "Decoder": "inference",
     "decoder": "inference",
+    "decoder_from_config": "inference",
+    "DecodeStep": "inference",
+    "decode_sweep": "inference",
+    "largest_batch": "inference",
     "serving": "inference",
     "estimate_inference": "estimate",
     "published_fit": "memory",

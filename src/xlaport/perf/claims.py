@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import cost, xla_cpu
-from .decode import decode_sweep, decoder_shape, max_batch
+from .inference import decode_sweep, decoder_from_config, largest_batch
 from .machine import chip
 from .roofline import band
 from .trace import StepTrace, trace_step
@@ -163,7 +163,7 @@ def price_claim(
     price = m.usd_per_hour
     assert price is not None
     needed = cost.tokens_per_s_per_chip_for_usd_per_million_tokens(c.value, price)
-    shape = decoder_shape(model)
+    shape = decoder_from_config(model)
     sweeps = []
     for ctx in contexts:
         for st in decode_sweep(shape, m, ctx, tuple(batches)):
@@ -183,8 +183,8 @@ def price_claim(
         "usd_per_chip_hour": price,
         "needed_tokens_per_s_per_chip": needed,
         "decode": sweeps,
-        "max_batch": {ctx: max_batch(shape, m, ctx) for ctx in contexts},
+        "max_batch": {ctx: largest_batch(shape, m, 1, ctx) for ctx in contexts},
         "prefill_ceiling_tokens_per_s": prefill,
-        "weights_gb": shape.weight_params * 2 / 1e9,
+        "weights_gb": shape.params * 2 / 1e9,
         "hbm_gb": m.hbm_bytes / 1e9,
     }

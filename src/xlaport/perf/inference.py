@@ -25,13 +25,28 @@ land. Precision: ``weight_bytes`` 2 for bf16, 1 for fp8 or int8; ``kv_bytes`` li
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import cost
 from ..validate import integer, positive
 from .machine import Machine
+from .roofline import ring_allreduce_bytes
 
-__all__ = ["Decoder", "decoder", "prefill_s", "decode_s", "serving", "Serving", "weights_fit", "largest_batch"]
+__all__ = [
+    "Decoder",
+    "DecodeStep",
+    "Serving",
+    "decode_s",
+    "decode_sweep",
+    "decoder",
+    "decoder_from_config",
+    "largest_batch",
+    "prefill_s",
+    "serving",
+    "weights_fit",
+]
 
 USABLE = 0.9  # the fraction of HBM a program can use, as in :mod:`xlaport.perf.memory` (an assumption)
 
@@ -82,6 +97,26 @@ def decoder(
     return Decoder(p - emb, a - emb, lay, d, h, kv, q, name)
 
 
+def decoder_from_config(config: Mapping[str, Any] | str) -> Decoder:
+    """A dense :class:`Decoder` from a Llama/Qwen-style config (a dict with ``vocab_size``, ``hidden_size``,
+    ``intermediate_size``, layers, heads, KV heads and ``head_dim``), or the name of a model in the toolkit's data file
+    (``qwen3_8b``); its parameters are counted from the shapes, the input embedding taken off."""
+    cfg = cost.model_config(config) if isinstance(config, str) else dict(config)
+    total, embed = cost.decoder_params(**cfg)
+    heads = integer("num_attention_heads", cfg["num_attention_heads"], minimum=1)
+    hidden = integer("hidden_size", cfg["hidden_size"], minimum=1)
+    return Decoder(
+        params=float(total - embed),
+        active=float(total - embed),
+        layers=integer("num_hidden_layers", cfg["num_hidden_layers"], minimum=1),
+        hidden=hidden,
+        heads=heads,
+        kv_heads=integer("num_key_value_heads", cfg["num_key_value_heads"], minimum=1),
+        head_dim=int(cfg.get("head_dim") or hidden // heads),
+        name=str(cfg.get("name", config if isinstance(config, str) else "")),
+    )
+
+
 def _peak(m: Machine, peak_flop_per_s: float | None) -> float:
     return peak_flop_per_s if peak_flop_per_s else m.peak_flop_per_s
 
@@ -92,8 +127,7 @@ def _allreduce_s(model: Decoder, m: Machine, n: int, tokens: int, act_bytes: flo
         return 0.0
     if not m.link_bytes_per_s:
         raise ValueError(f"{m.id} has no chip-to-chip bandwidth; serve on one chip")
-    moved = 2 * model.layers * tokens * model.hidden * act_bytes * 2 * (n - 1) / n
-    return moved / (m.link_bytes_per_s / 2)
+    return ring_allreduce_bytes(2 * model.layers, tokens * model.hidden, act_bytes, n) / (m.link_bytes_per_s / 2)
 
 
 def prefill_s(
@@ -118,6 +152,32 @@ def prefill_s(
     return max(compute, weights, _allreduce_s(model, m, n, b * s))
 
 
+def _decode_terms(
+    model: Decoder,
+    m: Machine,
+    chips: int,
+    batch: int,
+    context: int,
+    weight_bytes: float,
+    kv_bytes: float,
+    peak_flop_per_s: float | None,
+) -> dict[str, float]:
+    """The three floors of one decode step, in seconds: compute, memory (weights once, every cache) and links."""
+    n, b, s = (
+        integer("chips", chips, minimum=1),
+        integer("batch", batch, minimum=1),
+        integer("context", context, minimum=1),
+    )
+    flop = b * (2 * model.active + 4 * model.layers * model.heads * model.head_dim * s)
+    weights_read = min(model.params, model.active * b) if model.moe else model.params
+    moved = weights_read * weight_bytes + b * s * model.kv_elements_per_token() * kv_bytes
+    return {
+        "compute": flop / n / _peak(m, peak_flop_per_s),
+        "memory": moved / n / m.hbm_bytes_per_s,
+        "links": _allreduce_s(model, m, n, b),
+    }
+
+
 def decode_s(
     model: Decoder,
     m: Machine,
@@ -130,15 +190,45 @@ def decode_s(
     peak_flop_per_s: float | None = None,
 ) -> float:
     """Floor of one decode step: one new token for each of ``batch`` sequences holding ``context`` cached tokens."""
-    n, b, s = (
-        integer("chips", chips, minimum=1),
-        integer("batch", batch, minimum=1),
-        integer("context", context, minimum=1),
-    )
-    flop = b * (2 * model.active + 4 * model.layers * model.heads * model.head_dim * s)
-    weights_read = min(model.params, model.active * b) if model.moe else model.params
-    moved = weights_read * weight_bytes + b * s * model.kv_elements_per_token() * kv_bytes
-    return max(flop / n / _peak(m, peak_flop_per_s), moved / n / m.hbm_bytes_per_s, _allreduce_s(model, m, n, b))
+    return max(_decode_terms(model, m, chips, batch, context, weight_bytes, kv_bytes, peak_flop_per_s).values())
+
+
+@dataclass(frozen=True)
+class DecodeStep:
+    """One decode step of a sweep: its floor, what bounds it, and whether the weights and caches fit."""
+
+    machine: str
+    chips: int
+    batch: int
+    context: int
+    seconds: float
+    bound: str  # "compute", "memory" or "links"
+    fits: bool
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.batch / self.seconds
+
+
+def decode_sweep(
+    model: Decoder,
+    m: Machine,
+    context: int,
+    batches: Sequence[int] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
+    *,
+    chips: int = 1,
+    weight_bytes: float = 2,
+    kv_bytes: float = 2,
+) -> list[DecodeStep]:
+    """Decode steps over a range of batch sizes: batching shares one read of the weights among more sequences, until
+    the caches or compute dominate; each step says whether its batch fits (:func:`largest_batch`)."""
+    cap = largest_batch(model, m, chips, context, weight_bytes=weight_bytes, kv_bytes=kv_bytes)
+    out = []
+    for b in batches:
+        terms = _decode_terms(model, m, chips, b, context, weight_bytes, kv_bytes, None)
+        bound = max(terms, key=lambda k: terms[k])
+        out.append(DecodeStep(m.id, chips, b, context, terms[bound], bound, fits=b <= cap))
+    return out
 
 
 def largest_batch(

@@ -27,7 +27,17 @@ from ..validate import integer
 from .machine import Machine
 from .trace import OpCount, StepTrace
 
-__all__ = ["OpTime", "Band", "op_time", "op_times", "band", "regimes", "collective_bytes", "tensor_parallel_bytes"]
+__all__ = [
+    "OpTime",
+    "Band",
+    "op_time",
+    "op_times",
+    "band",
+    "regimes",
+    "collective_bytes",
+    "ring_allreduce_bytes",
+    "tensor_parallel_bytes",
+]
 
 
 @dataclass(frozen=True)
@@ -97,6 +107,12 @@ def op_times(trace: StepTrace, m: Machine, chips: int = 1, tensor: int = 1) -> l
     return [op_time(o, m, share) for o in trace.ops]
 
 
+def ring_allreduce_bytes(all_reduces: int, elements: float, elem_bytes: float, group: int) -> float:
+    """Bytes each chip sends for ``all_reduces`` ring all-reduces of ``elements`` each over a group of ``group``
+    chips: a ring moves ``2(g-1)/g`` of the tensor per chip (reduce-scatter, then all-gather). 0 for one chip."""
+    return all_reduces * elements * elem_bytes * 2 * (group - 1) / group if group > 1 else 0.0
+
+
 def tensor_parallel_bytes(trace: StepTrace, chips: int, tensor: int) -> float:
     """Bytes each chip sends for tensor/sequence parallelism in one step (0 without it, or where the trace does not
     know the model's layers and hidden size): per layer two all-reduces forward and two backward of the group's
@@ -107,8 +123,8 @@ def tensor_parallel_bytes(trace: StepTrace, chips: int, tensor: int) -> float:
         return 0.0
     elem = trace.param_bytes / trace.params if trace.params else 2.0
     per_group = trace.tokens / (n // t)  # the tokens one tensor-parallel group holds
-    passes = 4 if trace.mode == "training" else 2
-    return passes * trace.layers * per_group * trace.hidden * elem * 2 * (t - 1) / t
+    per_layer = 4 if trace.mode == "training" else 2
+    return ring_allreduce_bytes(per_layer * trace.layers, per_group * trace.hidden, elem, t)
 
 
 def collective_bytes(trace: StepTrace, chips: int) -> float:
