@@ -185,7 +185,7 @@ def sessions_md(timings: dict[str, float], root: Path = ROOT, wpm: int = WORDS_P
         "on a module of its own code and report its three numbers, as the facilitator notes below ask.",
         f"- **setup** (session 1 only): the first install ({size}), plus {JUPYTERLAB_SETUP_MINUTES} minutes allowed "
         "for `pip install 'xlaport[learn]'`, `xlaport learn start` and JupyterLab's first launch.",
-        "- **discussion**: a third of the whole session, as the facilitator notes ask, so half again the time of "
+        "- **discussion**: a third of the whole session, as the facilitator notes ask, so half the time of "
         "everything else.",
         "",
         "| session | chapter | exercise | new lines | minutes |",
@@ -225,7 +225,8 @@ TPU_CHIP, TPU_TERM, GPU_CHIP = "tpu_v6e", "1yr", "h100_sxm"
 ASSUMPTIONS = (  # (row label, how to show a profile's value)
     ("GPUs (H100) running the work", lambda p: f"{p['gpus']:.0f}"),
     ("{term}`MFU` on GPU → on TPU", lambda p: f"{p['gpu_mfu']:.0%} → {p['tpu_mfu']:.0%}"),
-    ("utilisation (share of paid hours doing work)", lambda p: f"{p['utilisation']:.0%}"),
+    ("utilisation (share of paid hours doing work; the same on both sides, so it cancels out of the break-even)",
+     lambda p: f"{p['utilisation']:.0%}"),
     ("custom kernels to rewrite", lambda p: f"{p['kernels']:.0f}"),
     ("porting + validation (person-weeks)", lambda p: f"{p['port_weeks']:.0f} + {p['validation_weeks']:.0f}"),
     ("team slowed, by how much, for how long", lambda p: f"{p['team']:.0f} people, {p['velocity_loss']:.0%}, {p['disruption_weeks']:.0f} weeks"),

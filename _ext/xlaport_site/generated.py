@@ -30,6 +30,12 @@ from sphinx.util import logging
 
 logger = logging.getLogger("xlaport_site")
 KINDS = ("reference", "flowchart", "curriculum", "verified", "estimates")
+# Generated files that another page includes (``{include}``): built only as part of that page.
+FRAGMENTS = (
+    "book/generated/facts_checked.md",
+    "book/generated/curriculum_sessions.md",
+    "book/generated/decision_band.md",
+)
 
 
 def project_root() -> Path:
@@ -119,6 +125,8 @@ def generate(app: Sphinx) -> None:
         if kind in app.config.xlaport_generate:
             made = MAKERS[kind](srcdir)
             logger.info(f"[xlaport] generated {kind}: {', '.join(str(p.relative_to(srcdir)) for p in made)}")
+    # Fragments that a page includes are not pages of their own (no title, found only by search).
+    app.config.exclude_patterns = [*app.config.exclude_patterns, *FRAGMENTS]
 
 
 def setup(app: Sphinx) -> None:

@@ -3,8 +3,8 @@
 The TOML file config ``xlaport_read_dates`` names maps each cited URL to the day it was read
 (``"https://docs.jax.dev/…/matmul.html" = "2026-11-29"``). As each page is read, a paragraph (or table cell) that links
 a web page gets the date after its last link: "([Pallas TPU matmul guide](…), read 2026-11-29)" or "… (read
-2026-11-29)"; several dates are listed once each. A paragraph or table row that already states a date (``read
-2026-12-04``, a "read" column) is left as written, and needs no entry. A linked URL with no date warns ``xlaport.read-date``; an entry
+2026-11-29)"; several dates are listed once each. A link that the text already dates (``read 2026-12-04`` within the
+words after it, or a "read" column in its table row) is left as written, and needs no entry. A linked URL with no date warns ``xlaport.read-date``; an entry
 that no page links any more warns ``xlaport.read-date`` when the build finishes, so the file lists what the book
 cites, no more. Links into the book's own repository (``repository.url``) are not citations and get no date.
 """
@@ -48,12 +48,30 @@ def _external(ref: nodes.reference, own: str = "\0") -> str | None:
     return uri if uri.startswith(("http://", "https://")) and not uri.startswith(own) else None
 
 
-def _dated(block: nodes.Element) -> bool:
-    """Whether the paragraph, or the table row it sits in, already states a date."""
+def _in_dated_row(block: nodes.Element) -> bool:
+    """Whether the paragraph sits in a table row that states a date (a "read" column)."""
     row = block.parent
     while row is not None and not isinstance(row, nodes.row):
         row = row.parent
-    return bool(_DATE.search(block.astext()) or (row is not None and _DATE.search(row.astext())))
+    return row is not None and bool(_DATE.search(row.astext()))
+
+
+def _links_and_what_follows(block: nodes.Element, own: str) -> list[tuple[nodes.reference, str]]:
+    """Each external link of the paragraph with the text that follows it, up to the next external link."""
+    out: list[tuple[nodes.reference, str]] = []
+
+    def walk(node: nodes.Node) -> None:
+        for child in node.children:
+            if isinstance(child, nodes.reference) and _external(child, own):
+                out.append((child, ""))
+            elif isinstance(child, nodes.Text):
+                if out:
+                    out[-1] = (out[-1][0], out[-1][1] + str(child))
+            else:
+                walk(child)
+
+    walk(block)
+    return out
 
 
 def _after(ref: nodes.reference, text: str) -> None:
@@ -75,16 +93,19 @@ def annotate(app: Sphinx, doctree: nodes.document) -> None:
     for block in list(doctree.findall(nodes.paragraph)):
         if inside(block, lambda n: is_cell(n) or isinstance(n, (nodes.literal_block, nodes.raw))):
             continue
-        refs = [r for r in block.findall(nodes.reference) if _external(r, own)]
-        if not refs:
+        links = _links_and_what_follows(block, own)
+        if not links:
             continue
-        if _dated(block):  # the text states its date already; the file's entries for its links still count as cited
-            used |= {uri for r in refs if (uri := _external(r, own) or "") in dates}
-            continue
+        dated_row = _in_dated_row(block)
         found: list[str] = []
-        for ref in refs:
+        last = None
+        for ref, follows in links:
             uri = _external(ref, own) or ""
             when = dates.get(uri)
+            if when is not None:
+                used.add(uri)
+            if dated_row or _DATE.search(follows[:100]):  # the text gives this link's date already
+                continue
             if when is None:
                 warn(
                     block,
@@ -93,11 +114,11 @@ def annotate(app: Sphinx, doctree: nodes.document) -> None:
                     f'("{uri}" = "{date.today().isoformat()}")',
                 )
                 continue
-            used.add(uri)
+            last = ref
             if when not in found:
                 found.append(when)
-        if found:
-            _after(refs[-1], ", ".join(sorted(found)))
+        if last is not None:
+            _after(last, ", ".join(sorted(found)))
     env_used(app.env)[app.env.docname] = used
 
 

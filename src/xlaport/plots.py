@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
 __all__ = [
+    "plain_log_ticks",
     "DPI",
     "FONT_KEY",
     "ALT_KEY",
@@ -70,6 +71,16 @@ RC: dict[str, Any] = {
     "figure.titlesize": MIN_FONT_PT + 1,
     "figure.labelsize": MIN_FONT_PT,
 }
+
+
+def plain_log_ticks(axis: Any) -> None:
+    """Label a log axis at 1, 2 and 5 per decade in plain numbers (20, 50, 100), minor ticks unlabelled: matplotlib's
+    own labels for a range under a decade ("3×10²", "4×10²") run into each other."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(subs=(1, 2, 5)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def smallest_text_pt(fig: Figure) -> float:

@@ -24,6 +24,13 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else (many or word + 's')}"
 
 
+def times(n: int) -> str:
+    """How often, in words: ``"once"``, ``"twice"``, ``"3 times"``, ``"0 times"``."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise ValueError(f"times() counts whole numbers, got {n!r}")
+    return {1: "once", 2: "twice"}.get(n, f"{n} times")
+
+
 def sci(x: float, digits: int = 1) -> str:
     """A small error or difference in scientific notation (``"2.3e-07"``), and an exact zero as ``"0"``.
 

@@ -173,6 +173,7 @@ CLEAN = _chapter(
         "the step's program ({glue:md}`md`), took {glue:text}`k:.1f` s; the ratio is {glue:text}`k`x, the error {glue:text}`z:.1e`\n\n"
         "see `torch.compile(dynamic=True)` and `x[:, 3]`, {ref}`a 12-row table <ex-scale>`, {doc}`glossary`\n\n"
         "[pytorch/xla#4203](https://github.com/pytorch/xla/issues/4203) and <https://example.com/a/1/2>\n\n"
+        "[a pull request](https://github.com/pytorch/pytorch/pull/1) (read 2026-12-04) and [XLA's site](https://openxla.org)\n\n"
         "torch_tpu 0.2.0 wheel, TorchNeuron 2.14.3.0, torch ≥ 2.11, Python 3.11, AWS Neuron 2.33\n\n"
         "Exercise 1 and sections 2-4, exit status 2, steps 2 and later; a guide read 2026-12-01\n\n"
         "1. first\n2. second\n\n"
@@ -290,8 +291,9 @@ def test_a_cited_page_without_its_date_read_warns_and_the_list_holds_only_cited_
 
 def test_each_cited_page_shows_the_day_it_was_read(clean: tuple[Path, list[Warning]]) -> None:
     page = (clean[0] / "_build" / "clean.html").read_text(encoding="utf-8")
-    # one date per paragraph, after its last link; two links read on one day show it once
-    assert page.count('class="read-date"') == 2, page.count('class="read-date"')
+    # one date per paragraph, after its last undated link; two links read on one day show it once; a link the text
+    # dates already gets none, and the undated link after it still gets its own
+    assert page.count('class="read-date"') == 3, page.count('class="read-date"')
     assert "(read 2026-11-29)</span>" in page and "(read 2026-11-30)</span>" in page
 
 

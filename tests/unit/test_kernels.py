@@ -289,7 +289,7 @@ def test_the_chapters_kernel_tabs_are_the_package_kernels() -> None:
 
 
 def test_report_tables_render_each_result_and_reject_bad_input() -> None:
-    from xlaport.kernels import errors_table, losses_table, races_table
+    from xlaport.kernels import describe_race, errors_table, losses_table, races_table
 
     t = errors_table({"rmsnorm_y": 1.5e-7, "matmul": 3e-5}).data.splitlines()
     assert t[0] == "| result | max \\|error\\| vs PyTorch |"
@@ -299,7 +299,19 @@ def test_report_tables_render_each_result_and_reject_bad_input() -> None:
         "matmul/arbitrary": {"races": False, "error": 2e-6, "messages": []},
     }
     r = races_table(races).data.splitlines()
-    assert r[2:] == ["| rmsnorm_bwd/parallel | True | nan | 2 |", "| matmul/arbitrary | False | 2.00e-06 | 0 |"]
+    assert r[2:] == [
+        "| rmsnorm_bwd/parallel | yes | no result (the cores raced) | 2 |",
+        "| matmul/arbitrary | no | 2.00e-06 | 0 |",
+    ]
+    said = describe_race(
+        [
+            "RACE DETECTED",
+            "  write of ('any', 105, 0, 0)[(slice(0, 1, 1), slice(0, 128, 1))] from 0, 1, pallas_call",
+            "  write of ('any', 105, 0, 0)[(slice(0, 1, 1), slice(0, 128, 1))] from 0, 0, pallas_call",
+        ]
+    )
+    assert "core 1 of device 0 and core 0 of device 0" in said and "row 0, columns 0 to 127" in said, said
+    assert describe_race(["nothing"]) == "no race reported"
     losses = losses_table({"plain": [2.0, 1.5], "ported": [2.0, 1.25]}).data.splitlines()
     assert losses[0] == "| model | step 1 | step 2 |"
     assert losses[3] == "| ported | 2 | 1.25 |"

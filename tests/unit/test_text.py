@@ -60,3 +60,11 @@ def test_dollars_read_as_an_editor_prints_an_estimate() -> None:
     assert usd(166_119.4) == "$166,119" and usd(0) == "$0" and usd(float("inf")) == "never"
     with pytest.raises(ValueError, match="usd"):
         usd(float("nan"))
+
+
+def test_times_says_once_and_twice_in_words() -> None:
+    from xlaport.text import times
+
+    assert [times(n) for n in (0, 1, 2, 3)] == ["0 times", "once", "twice", "3 times"]
+    with pytest.raises(ValueError):
+        times(1.0)  # type: ignore[arg-type]

@@ -73,8 +73,8 @@ def check_rewrite(
             )
     return _ok(
         name,
-        f"matches the reference to {sci(worst)} on {len(systems)} systems the chapter never shows; every op runs on "
-        f"{' and '.join(targets)}",
+        f"matches the reference to {sci(worst)} on {len(systems)} systems the chapter never shows; "
+        + _no_problem_ops(trace, targets),
     )
 
 
@@ -132,10 +132,25 @@ def check_padded_unique(fn: Callable[..., Any] | None, target: str = "tpu") -> C
             if len(got) != len(want) and len({p for p in got}) == len(got) and set(got) < want:
                 hint = " (different pairs got one key: make the key unique for any ids, e.g. from the batch's max)"
             return _fail(name, f"{where}: {plural(n, 'row')} counted, {len(want)} distinct pairs expected{hint}")
-    cov = coverage(aten_ops(fn, batches[1]), target)
+    trace = aten_ops(fn, batches[1])
+    cov = coverage(trace, target)
     if not cov.ok:
         bad = cov.raises + cov.fallbacks
         return _fail(name, f"on {target}: {', '.join(bad)} {cov[bad[0]].status}")
     return _ok(
-        name, f"right on {len(batches)} batches the chapter never shows, one shape each; every op runs on {target}"
+        name,
+        f"right on {len(batches)} batches the chapter never shows, one shape each; " + _no_problem_ops(trace, [target]),
     )
+
+
+def _no_problem_ops(trace: Any, targets: Sequence[str]) -> str:
+    """What the coverage check shows: no op raises or falls back, and how many the targets' tables do not list."""
+    from ..ops.coverage import coverage
+
+    unknown = {t: len(coverage(trace, t).with_status("unknown")) for t in targets}
+    said = [
+        f"{plural(n, 'op')} unknown on {t} (not in its published tables: check on the device)"
+        for t, n in unknown.items()
+        if n
+    ]
+    return f"no op raises or falls back on {' or '.join(targets)}" + (f"; {'; '.join(said)}" if said else "")

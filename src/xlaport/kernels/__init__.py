@@ -23,6 +23,7 @@ __all__ = [
     "RMSNorm",
     "Sizes",
     "backend",
+    "describe_race",
     "errors_table",
     "interpret_params",
     "lines_of_code",
@@ -49,6 +50,7 @@ _LAZY = {
     "errors_table": "report",
     "losses_table": "report",
     "races_table": "report",
+    "describe_race": "report",
     "pallas_report": "report",
     "race_report": "report",
     "triton_report": "report",
@@ -62,6 +64,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .ops import RMSNorm, matmul_bias_relu, rmsnorm
     from .report import (
         Sizes,
+        describe_race,
         errors_table,
         lines_of_code,
         losses_table,

@@ -6,7 +6,9 @@ import ast
 import contextlib
 import io
 import json
+import math
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -217,8 +219,29 @@ def races_table(races: Mapping[str, Mapping[str, Any]]) -> Any:
         err = r.get("dw_error", r.get("error")) if isinstance(r, Mapping) else None
         if err is None or "races" not in r:
             raise ValueError(f"races_table(): case {case!r} lacks 'races' and 'dw_error' or 'error'")
-        rows.append((case, bool(r["races"]), f"{float(err):.2e}", len(r.get("messages", []))))
+        shown = f"{float(err):.2e}" if math.isfinite(float(err)) else "no result (the cores raced)"
+        rows.append((case, "yes" if r["races"] else "no", shown, len(r.get("messages", []))))
     return markdown_table(rows, ["case", "races", "max |error|", "detector lines"])
+
+
+_RACE = re.compile(
+    r"(read|write) of \(.*?\)\[\(slice\((\d+), (\d+), 1\), slice\((\d+), (\d+), 1\)\)\] from (\d+), (\d+)"
+)
+
+
+def describe_race(messages: Sequence[str]) -> str:
+    """Interpret mode's race report in words: which block each writer touched, from which device and core (JAX's
+    ``RACE DETECTED`` lines give a buffer, the slice accessed, then device and core ids)."""
+    seen = [m.groups() for line in messages for m in [_RACE.search(line)] if m]
+    if not seen:
+        return "no race reported"
+    kind, r0, r1, c0, c1, _, _ = seen[0]
+    who = " and ".join(f"core {core} of device {dev}" for *_, dev, core in seen)
+    rows = f"row {r0}" if int(r1) - int(r0) == 1 else f"rows {r0} to {int(r1) - 1}"
+    return (
+        f"a race on one output block: {who} each did a {kind} of {rows}, columns {c0} to {int(c1) - 1}, of the same "
+        "buffer, with nothing ordering them"
+    )
 
 
 def losses_table(losses: Mapping[str, Sequence[float]]) -> Any:

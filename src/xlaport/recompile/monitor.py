@@ -217,6 +217,11 @@ class StepRecord:
         return d
 
 
+def _ms(ms: float) -> str:
+    """A step time in ms to the precision a timer on a busy machine supports: 2001, 43.1, 0.27."""
+    return f"{ms:.0f}" if ms >= 100 else f"{ms:.1f}" if ms >= 10 else f"{ms:.2f}"
+
+
 def _clip(text: str, width: int) -> str:
     """``text`` whole when it fits in ``width`` characters, else cut at a word and marked with an ellipsis."""
     if len(text) <= width:
@@ -574,25 +579,24 @@ class RecompileMonitor:
         return [r.row() for r in self.records]
 
     def table(self, max_rows: int | None = 40, reasons: bool = True) -> str:
-        """A plain-text table, one line per step (compile steps marked ``*``)."""
+        """A plain-text table, one line per step (compile steps marked ``*``), each recompile's reason on a line of its
+        own under its step (so that a row stays narrow enough for a phone)."""
         if max_rows is not None and (not isinstance(max_rows, int) or max_rows < 1):
             raise ValueError(f"max_rows must be a positive int or None, got {max_rows!r}")
-        head = (
-            f"{'step':>4} {'':1} {'wall ms':>10} {'compiles':>8} {'compile s':>9} {'dynamo':>6}  {'shape key':<28}"
-            + ("  reason" if reasons else "")
-        )
-        lines = [head, "-" * len(head)]
+        head = f"{'step':>4} {'':1} {'wall ms':>8} {'compiles':>8} {'compile s':>9} {'dynamo':>6}  shape key"
+        lines = [head, "-" * max(len(head), 50)]
         recs = self.records if max_rows is None else self.records[:max_rows]
         for r in recs:
             cs = "" if r.compile_s is None else f"{r.compile_s:.3f}"
-            line = (
-                f"{r.index:>4} {'*' if r.compiled else '':1} {r.wall_s * 1e3:>10.2f} {r.compiles:>8} {cs:>9} "
-                f"{r.dynamo_compiles:>6}  {_fmt_key(r.key)[:28]:<28}"
+            lines.append(
+                f"{r.index:>4} {'*' if r.compiled else '':1} {_ms(r.wall_s * 1e3):>8} {r.compiles:>8} {cs:>9} "
+                f"{r.dynamo_compiles:>6}  {_fmt_key(r.key)}".rstrip()
             )
             if reasons and r.reasons:
                 more = len(r.reasons) - 1
-                line += "  " + _clip(r.reasons[0], 120) + (f" (+{plural(more, 'more reason')})" if more else "")
-            lines.append(line.rstrip())
+                lines.append(
+                    "       why: " + _clip(r.reasons[0], 110) + (f" (+{plural(more, 'more reason')})" if more else "")
+                )
         if max_rows is not None and len(self.records) > max_rows:
             lines.append(f"... {len(self.records) - max_rows} more steps")
         return "\n".join(lines)
@@ -619,7 +623,10 @@ class RecompileMonitor:
         if cx:
             ax.scatter(cx, cy, s=46, facecolors="none", edgecolors=line.get_color(), linewidths=1.4, zorder=3)
         if logy:
+            from ..plots import plain_log_ticks
+
             ax.set_yscale("log")
+            plain_log_ticks(ax.yaxis)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("step")
         ax.set_ylabel("step wall time (ms)")

@@ -30,8 +30,8 @@ def render() -> str:
         "# Hardware facts",
         "",
         "**Every chip figure the pricing and estimate chapters use lives in one data file, each value with its source, its "
-        f"date and how well it is established.** This page is generated from `{info['file']}` (compiled "
-        f"{info['compiled']}) when the site is built; `xlaport cost chips` prints the same facts. Evidence: "
+        f"date and how well it is established.** This page is generated from `{info['file']}` "
+        f"(first compiled {info['compiled']}; each row gives the day it was read) when the site is built; `xlaport cost chips` prints the same facts. Evidence: "
         "**V** read in the primary source, **V2** seen only through a copy, **U** unverified.",
         "",
         "| chip | quantity | value | evidence | source (date published; read) | note |",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..profiles import profile, profile_names
-from .cite import source_md
+from .cite import code_md, source_md
 
 __all__ = ["render"]
 
@@ -30,7 +30,7 @@ def render() -> str:
             continue
         lines += ["| rule | kind | behaviour | source |", "|---|---|---|---|"]
         for r in p.rules:
-            summary = r.summary.replace("|", "\\|")
+            summary = code_md(r.summary).replace("|", "\\|")
             source = source_md(r.source, in_table=True)
             if r.extra.get("checked"):
                 source += f" (read {r.extra['checked']})"

@@ -219,9 +219,14 @@ class SweepResult:
         return out
 
     LEGEND = (
-        "ok/FAIL: within the tolerance of the matmul precision in effect; emu: failed because of the emulator",
-        "tok/s: useful tokens per wall-clock second; ratio: varied over fixed in tokens per CPU second (what the "
-        "cliff is judged on: wall-clock time counts whatever else the machine runs)",
+        "fwd, train: ok within the tolerance of the matmul precision in effect, FAIL outside it, emu: failed because "
+        "of the emulator",
+        "fwd err: the forward's largest difference from the CPU's float32 logits, as the tolerance an allclose check "
+        "would need; grad err: the training step's gradient error (relative L2); ops!: ops that raise on the target",
+        "tok/s: useful tokens per wall-clock second at a fixed shape and at varied lengths; compiles: programs "
+        "compiled / steps of the varied-length run",
+        "ratio: varied over fixed in tokens per CPU second (what the cliff is judged on: wall-clock time counts "
+        "whatever else the machine runs); cliff: YES where the ratio is under the sweep's cliff threshold",
     )
 
     def rows(self) -> list[dict[str, str]]:
@@ -234,7 +239,7 @@ class SweepResult:
                     "model": r.model,
                     "target": r.target,
                     "fwd": _mark(r.forward),
-                    "tol": _num(r.forward.tol_needed, ".1e"),
+                    "fwd err": _num(r.forward.tol_needed, ".1e"),
                     "train": _mark(r.train),
                     "grad err": _num(r.train.grad_rel_l2, ".1e"),
                     "ops!": str(len(set(r.forward.raises) | set(r.train.raises))),
@@ -250,7 +255,7 @@ class SweepResult:
 
     def table(self) -> str:
         """A plain-text table, one line per model and target, then the legend (what the CLI prints)."""
-        widths = {"model": -10, "target": -7, "fwd": 4, "tol": 8, "train": 5, "grad err": 8, "ops!": 4}
+        widths = {"model": -10, "target": -7, "fwd": 4, "fwd err": 8, "train": 5, "grad err": 8, "ops!": 4}
         widths |= {"fixed tok/s": 11, "varied tok/s": 12, "ratio": 6, "compiles": 8, "cliff": 5}
 
         def line(cells: dict[str, str]) -> str:
