@@ -136,6 +136,7 @@ def render(progress: Progress = _quiet) -> str:
     """The page "Estimates for common models" as MyST markdown (dollar signs escaped by the caller)."""
     from .. import cost
     from .calibrate import MAX_WIDTH, evaluate, fit, held_out_summary
+    from .inference import USABLE
 
     aims = held_out_summary(evaluate(fit()))["inference"]
     names = {c: cost.chip(c).name for c in cost.chip_names()}
@@ -196,7 +197,7 @@ def render(progress: Progress = _quiet) -> str:
         "",
         f"Requests of {SERVE_IN:,} tokens in and {SERVE_OUT:,} out, as many at once as the KV caches fit beside the "
         "weights (*at once*), bf16 weights split over the fewest chips, a power of two, on which they take at most half "
-        "of the memory (tensor parallelism; the rest holds the caches). A step yields one token for every request, prefills included; output tokens per second per "
+        f"of the memory a program can use, {USABLE:.0%} of HBM (tensor parallelism; the rest holds the caches). A step yields one token for every request, prefills included; output tokens per second per "
         "chip and the cost per million output tokens follow at the expected step.",
     ]
     serve = serving_rows(progress)
