@@ -65,6 +65,14 @@ def platform_record(chapters: dict[str, dict[str, Any]], target: str, when: dt.d
     }
 
 
+def _figure(v: float) -> str:
+    """A glued figure as a reader reads it: a count whole (8,192, not 8.19e+03), anything else to 3 significant
+    figures without an exponent between 0.001 and a million."""
+    if float(v).is_integer():
+        return f"{int(v):,}"
+    return f"{v:,.0f}" if abs(v) >= 1000 and abs(v) < 1e6 else f"{v:.3g}"
+
+
 def render_page(records: list[dict[str, Any]]) -> str:
     """The verified-on page: one table per chapter, one row per recorded run (newest first)."""
     lines = [
@@ -85,7 +93,7 @@ def render_page(records: list[dict[str, Any]]) -> str:
             c = r.get("chapters", {}).get(chapter)
             if c is None:
                 continue
-            figs = ", ".join(f"`{k}` {v:.3g}" for k, v in c.get("figures", {}).items()) or "–"
+            figs = ", ".join(f"`{k}` {_figure(v)}" for k, v in c.get("figures", {}).items()) or "–"
             lines.append(
                 f"| {r.get('date', '–')} | {c.get('target') or '–'} | {c.get('mode') or '–'} | "
                 f"{c.get('device') or '–'} | {r.get('torch', '–')} | {'yes' if c.get('passed') else 'no'} | {figs} |"

@@ -19,6 +19,7 @@ extension finds them as well.
 
 from __future__ import annotations
 
+import datetime
 import importlib
 import json
 import sys
@@ -92,7 +93,8 @@ def verified(srcdir: Path) -> list[Path]:
         done.stem: verify.chapter_record(json.loads(done.read_text(encoding="utf-8")), passed=True)
         for done in sorted((srcdir / "notebooks").glob("*.ipynb"))
     }
-    this_build = {"date": "this build", "requested_target": "parameters cells", "torch": torch.__version__}
+    today = datetime.date.today().isoformat()
+    this_build = {"date": f"{today} (this build)", "requested_target": "parameters cells", "torch": torch.__version__}
     records = [*verify.load_records(project_root() / "verified"), {**this_build, "chapters": chapters}]
     from xlaport.text import escape_dollars
 

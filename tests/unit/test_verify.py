@@ -76,3 +76,14 @@ def test_page_lists_every_run_per_chapter() -> None:
 
 def test_page_without_records_says_so() -> None:
     assert "No run has been recorded yet." in verify.render_page([])
+
+
+def test_figures_read_as_numbers_not_exponents() -> None:
+    assert [verify._figure(v) for v in (8192.0, 1797, 122.51, 0.268, 1.5e-7, 2.5e7)] == [
+        "8,192",
+        "1,797",
+        "123",
+        "0.268",
+        "1.5e-07",
+        "25,000,000",
+    ]
