@@ -125,11 +125,16 @@ def dit_rows(progress: Progress = _quiet) -> list[dict[str, Any]]:
 
 
 def _money(x: float | None, digits: int = 3) -> str:
-    return "no price" if x is None else f"{x:.{digits}g}"
+    return "no price" if x is None else f"{x:#.{digits}g}"
 
 
 def _secs(x: float) -> str:
-    return f"{x * 1e3:.3g} ms" if x < 1 else f"{x:.3g} s"
+    return f"{x * 1e3:#.3g} ms" if x < 1 else f"{x:#.3g} s"
+
+
+def _rate(x: float) -> str:
+    """Tokens per second to 3 significant figures (8,140, not 8,137): the intervals behind them are about 2× wide."""
+    return f"{float(f'{x:.3g}'):,.0f}"
 
 
 def render(progress: Progress = _quiet) -> str:
@@ -173,7 +178,7 @@ def render(progress: Progress = _quiet) -> str:
         for r in (r for r in train if r["model"] == m):
             lo, hi = r["interval_s"]
             lines.append(
-                f"| {names[r['chip']]} | {_money(r['usd_per_million_tokens'])} | {r['tokens_per_s_per_chip']:,.0f} | "
+                f"| {names[r['chip']]} | {_money(r['usd_per_million_tokens'])} | {_rate(r['tokens_per_s_per_chip'])} | "
                 f"{r['chips']} | {_secs(r['expected_s'])} ({_secs(lo)}–{_secs(hi)}) |"
             )
     levels: dict[str, dict[str, str]] = {}
@@ -214,7 +219,7 @@ def render(progress: Progress = _quiet) -> str:
             if r["interval_s"]:
                 step += f" ({_secs(r['interval_s'][0])}–{_secs(r['interval_s'][1])})"
             lines.append(
-                f"| {names[r['chip']]} | {_money(r['usd_per_million_tokens'])} | {r['tokens_per_s_per_chip']:,.0f} | "
+                f"| {names[r['chip']]} | {_money(r['usd_per_million_tokens'])} | {_rate(r['tokens_per_s_per_chip'])} | "
                 f"{r['chips']} | {r['concurrency']:,} | {step} |"
             )
     lines += [
