@@ -144,3 +144,22 @@ def prose_text(block: nodes.Element, skip: tuple[type, ...] = NOT_PROSE) -> str:
 
     walk(block)
     return "".join(parts)
+
+
+def per_doc(env: Any, key: str) -> dict[str, Any]:
+    """A record a check keeps per document in the build environment (``env.<key>``: docname -> what it found), so
+    that a check run when each page is read can be summed up when the build finishes, incremental builds included."""
+    if not hasattr(env, key):
+        setattr(env, key, {})
+    return getattr(env, key)
+
+
+def keep_per_doc(app: Any, key: str) -> None:
+    """Drop a re-read document's record, and merge the records of parallel readers (Sphinx's env events)."""
+    app.connect("env-purge-doc", lambda _app, env, docname: per_doc(env, key).pop(docname, None))
+    app.connect(
+        "env-merge-info",
+        lambda _app, env, docnames, other: per_doc(env, key).update(
+            {d: u for d, u in per_doc(other, key).items() if d in docnames}
+        ),
+    )

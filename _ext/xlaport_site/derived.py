@@ -35,9 +35,8 @@ from typing import Any
 
 from docutils import nodes
 from sphinx.application import Sphinx
-from sphinx.environment import BuildEnvironment
 
-from ._nodes import warn, warn_file
+from ._nodes import keep_per_doc, per_doc, warn, warn_file
 
 _NUMBER = re.compile(r"(?<![\w.])([-−+]?)(\d[\d,]*(?:\.\d+)?)(?:[eE]([-+]?\d+))?")
 
@@ -198,21 +197,7 @@ def check(app: Sphinx, doctree: nodes.document) -> None:
             used.add(i)
             for problem in check_table(table, entry):
                 warn(table, "derived-column", f"a derived column does not recompute: {problem}")
-    env_used(app.env)[docname] = used
-
-
-def env_used(env: BuildEnvironment) -> dict[str, set[int]]:
-    if not hasattr(env, "xlaport_derived_used"):
-        env.xlaport_derived_used = {}  # type: ignore[attr-defined]
-    return env.xlaport_derived_used  # type: ignore[attr-defined]
-
-
-def purge(app: Sphinx, env: BuildEnvironment, docname: str) -> None:
-    env_used(env).pop(docname, None)
-
-
-def merge(app: Sphinx, env: BuildEnvironment, docnames: set[str], other: BuildEnvironment) -> None:
-    env_used(env).update({d: u for d, u in env_used(other).items() if d in docnames})
+    per_doc(app.env, "xlaport_derived_used")[docname] = used
 
 
 def stale_entries(app: Sphinx, exception: Exception | None) -> None:
@@ -221,7 +206,11 @@ def stale_entries(app: Sphinx, exception: Exception | None) -> None:
         return
     name = app.config.xlaport_derived_columns
     path = str(Path(app.confdir) / name)
-    used = set().union(*env_used(app.env).values()) if env_used(app.env) else set()
+    used = (
+        set().union(*per_doc(app.env, "xlaport_derived_used").values())
+        if per_doc(app.env, "xlaport_derived_used")
+        else set()
+    )
     for i, entry in enumerate(load(app)):
         label = f"{name}: column {entry.get('column')!r} on {entry.get('pages')}"
         if len(str(entry.get("why", "")).strip()) < 8:
@@ -233,6 +222,5 @@ def stale_entries(app: Sphinx, exception: Exception | None) -> None:
 def setup(app: Sphinx) -> None:
     app.add_config_value("xlaport_derived_columns", "", "env", [str])
     app.connect("doctree-read", check)
-    app.connect("env-purge-doc", purge)
-    app.connect("env-merge-info", merge)
+    keep_per_doc(app, "xlaport_derived_used")
     app.connect("build-finished", stale_entries)

@@ -25,9 +25,19 @@ from pathlib import Path
 
 from docutils import nodes
 from sphinx.application import Sphinx
-from sphinx.environment import BuildEnvironment
 
-from ._nodes import cell_tags, inside, is_cell, is_notebook, prose_blocks, prose_text, warn, warn_file
+from ._nodes import (
+    cell_tags,
+    inside,
+    is_cell,
+    is_notebook,
+    keep_per_doc,
+    per_doc,
+    prose_blocks,
+    prose_text,
+    warn,
+    warn_file,
+)
 
 EXERCISES = {"exercise_node", "exercise_enumerable_node"}  # sphinx-exercise's {exercise} directive
 
@@ -119,21 +129,7 @@ def check(app: Sphinx, doctree: nodes.document) -> None:
                 f"{number!r} in “…{context}…” is not glued, a parameter or a sourced constant: glue it from the "
                 f"chapter's code, or add it with its source to [{stem}] in {app.config.xlaport_prose_numbers_allow}",
             )
-    env_used(app.env)[docname] = used
-
-
-def env_used(env: BuildEnvironment) -> dict[str, set[str]]:
-    if not hasattr(env, "xlaport_prose_used"):
-        env.xlaport_prose_used = {}  # type: ignore[attr-defined]
-    return env.xlaport_prose_used  # type: ignore[attr-defined]
-
-
-def purge(app: Sphinx, env: BuildEnvironment, docname: str) -> None:
-    env_used(env).pop(docname, None)
-
-
-def merge(app: Sphinx, env: BuildEnvironment, docnames: set[str], other: BuildEnvironment) -> None:
-    env_used(env).update({d: u for d, u in env_used(other).items() if d in docnames})
+    per_doc(app.env, "xlaport_prose_used")[docname] = used
 
 
 def stale_entries(app: Sphinx, exception: Exception | None) -> None:
@@ -143,7 +139,7 @@ def stale_entries(app: Sphinx, exception: Exception | None) -> None:
     name = app.config.xlaport_prose_numbers_allow
     allowed = load_allowed(app)
     chapters: dict[str, set[str]] = {}
-    for docname, used in env_used(app.env).items():
+    for docname, used in per_doc(app.env, "xlaport_prose_used").items():
         chapters.setdefault(docname.rsplit("/", 1)[-1], set()).update(used)
     path = str(Path(app.confdir) / name)
     for stem, entries in allowed.items():
@@ -160,6 +156,5 @@ def stale_entries(app: Sphinx, exception: Exception | None) -> None:
 def setup(app: Sphinx) -> None:
     app.add_config_value("xlaport_prose_numbers_allow", "", "env", [str])
     app.connect("doctree-read", check)
-    app.connect("env-purge-doc", purge)
-    app.connect("env-merge-info", merge)
+    keep_per_doc(app, "xlaport_prose_used")
     app.connect("build-finished", stale_entries)

@@ -18,9 +18,8 @@ from pathlib import Path
 
 from docutils import nodes
 from sphinx.application import Sphinx
-from sphinx.environment import BuildEnvironment
 
-from ._nodes import inside, is_cell, warn, warn_file
+from ._nodes import inside, is_cell, keep_per_doc, per_doc, warn, warn_file
 
 _DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
 
@@ -119,21 +118,7 @@ def annotate(app: Sphinx, doctree: nodes.document) -> None:
                 found.append(when)
         if last is not None:
             _after(last, ", ".join(sorted(found)))
-    env_used(app.env)[app.env.docname] = used
-
-
-def env_used(env: BuildEnvironment) -> dict[str, set[str]]:
-    if not hasattr(env, "xlaport_read_dates_used"):
-        env.xlaport_read_dates_used = {}  # type: ignore[attr-defined]
-    return env.xlaport_read_dates_used  # type: ignore[attr-defined]
-
-
-def purge(app: Sphinx, env: BuildEnvironment, docname: str) -> None:
-    env_used(env).pop(docname, None)
-
-
-def merge(app: Sphinx, env: BuildEnvironment, docnames: set[str], other: BuildEnvironment) -> None:
-    env_used(env).update({d: u for d, u in env_used(other).items() if d in docnames})
+    per_doc(app.env, "xlaport_read_dates_used")[app.env.docname] = used
 
 
 def stale_entries(app: Sphinx, exception: Exception | None) -> None:
@@ -142,7 +127,11 @@ def stale_entries(app: Sphinx, exception: Exception | None) -> None:
         return
     name = app.config.xlaport_read_dates
     path = str(Path(app.confdir) / name)
-    used = set().union(*env_used(app.env).values()) if env_used(app.env) else set()
+    used = (
+        set().union(*per_doc(app.env, "xlaport_read_dates_used").values())
+        if per_doc(app.env, "xlaport_read_dates_used")
+        else set()
+    )
     for uri, when in load(app).items():
         if not (isinstance(when, str) and re.fullmatch(r"20\d\d-\d\d-\d\d", when)):
             warn_file(path, "read-date", f"{name}: {uri} = {when!r} is not a date (YYYY-MM-DD)")
@@ -153,6 +142,5 @@ def stale_entries(app: Sphinx, exception: Exception | None) -> None:
 def setup(app: Sphinx) -> None:
     app.add_config_value("xlaport_read_dates", "", "env", [str])
     app.connect("doctree-read", annotate)
-    app.connect("env-purge-doc", purge)
-    app.connect("env-merge-info", merge)
+    keep_per_doc(app, "xlaport_read_dates_used")
     app.connect("build-finished", stale_entries)
