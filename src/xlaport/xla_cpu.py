@@ -9,15 +9,21 @@
   CPU fallbacks, the events the book counts, do not depend on the level. ``XLAPORT_XLA_CPU_OPT=default`` keeps XLA's
   own level; a level already given in ``XLA_FLAGS`` wins.
 
+* :func:`dump_flags` and :func:`new_dump_dir`: ``XLA_FLAGS`` that make XLA write what it compiled (the optimized HLO,
+  and for XLA:CPU each program's buffer assignment) into a directory, read by :mod:`xlaport.distributed.hlo` and
+  :mod:`xlaport.perf.compiled_memory`.
+
 Nothing here imports torch_xla; call :func:`configure` before the first XLA device is created.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import MutableMapping
 
-__all__ = ["FAST_COMPILE_FLAG", "OPT_ENV", "configure", "describe", "with_fast_compile"]
+__all__ = ["FAST_COMPILE_FLAG", "OPT_ENV", "configure", "describe", "dump_flags", "new_dump_dir", "with_fast_compile"]
 
 FAST_COMPILE_FLAG = "--xla_backend_optimization_level=0"
 OPT_ENV = "XLAPORT_XLA_CPU_OPT"  # "fast" (the default) or "default" (XLA's own optimisation level)
@@ -49,3 +55,21 @@ def describe(environ: MutableMapping[str, str] | None = None) -> str:
     """How XLA:CPU compiles in ``environ``, for a banner: ``"LLVM -O0"`` or ``"XLA's default optimisation"``."""
     env = os.environ if environ is None else environ
     return "LLVM -O0" if FAST_COMPILE_FLAG in env.get("XLA_FLAGS", "").split() else "XLA's default optimisation"
+
+
+def dump_flags(directory: str | os.PathLike[str], existing: str = "") -> str:
+    """``XLA_FLAGS`` that make XLA write every module's HLO, as text, into ``directory`` (kept: ``existing``)."""
+    d = str(directory)
+    if not d or any(c.isspace() for c in d):
+        raise ValueError(f"the dump directory must be a path without spaces (XLA_FLAGS is split on them), got {d!r}")
+    return " ".join(p for p in (existing.strip(), f"--xla_dump_to={d}", "--xla_dump_hlo_as_text") if p)
+
+
+def new_dump_dir(prefix: str = "xla_dump_") -> str:
+    """A new, empty temporary directory for :func:`dump_flags` (no spaces in its path; :func:`read_dump` with
+    ``remove=True`` deletes it)."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    if any(c.isspace() for c in d):
+        shutil.rmtree(d, ignore_errors=True)
+        raise ValueError(f"the temporary directory {d!r} has spaces (XLA_FLAGS is split on them): set TMPDIR")
+    return d

@@ -19,10 +19,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..xla_cpu import dump_flags, new_dump_dir
 
 __all__ = ["COLLECTIVES", "Collective", "Collectives", "collectives", "dump_flags", "new_dump_dir", "read_dump"]
 
@@ -181,24 +182,6 @@ def collectives(hlo_text: str, module: str = "") -> Collectives:
                     inner_names.add(im.group("name"))
         ops = [c for c in ops if c.is_async or c.name not in inner_names]
     return Collectives(module, tuple(ops))
-
-
-def dump_flags(directory: str | os.PathLike[str], existing: str = "") -> str:
-    """``XLA_FLAGS`` that make XLA write every module's HLO, as text, into ``directory`` (kept: ``existing``)."""
-    d = str(directory)
-    if not d or any(c.isspace() for c in d):
-        raise ValueError(f"the dump directory must be a path without spaces (XLA_FLAGS is split on them), got {d!r}")
-    return " ".join(p for p in (existing.strip(), f"--xla_dump_to={d}", "--xla_dump_hlo_as_text") if p)
-
-
-def new_dump_dir(prefix: str = "xla_dump_") -> str:
-    """A new, empty temporary directory for :func:`dump_flags` (no spaces in its path; :func:`read_dump` with
-    ``remove=True`` deletes it)."""
-    d = tempfile.mkdtemp(prefix=prefix)
-    if any(c.isspace() for c in d):
-        shutil.rmtree(d, ignore_errors=True)
-        raise ValueError(f"the temporary directory {d!r} has spaces (XLA_FLAGS is split on them): set TMPDIR")
-    return d
 
 
 def read_dump(

@@ -8,6 +8,7 @@ Modules (torch is imported only when a trace runs):
 - :mod:`~xlaport.perf.roofline`: per-op times, the step's band (fused and overlapped .. unfused and summed),
   the regime of each op class, FSDP collectives on several chips.
 - :mod:`~xlaport.perf.memory`: the fewest chips whose HBM holds the step under FSDP.
+- :mod:`~xlaport.perf.compiled_memory`: the memory XLA assigned a compiled program, read from its buffer assignment.
 - :mod:`~xlaport.perf.inference`: prefill, decode with a KV cache (alone, or swept over batch sizes) and serving as
   servers run them, tensor-parallel.
 - :mod:`~xlaport.perf.pricing`: cost per step, per image and per million tokens, band carried through.
@@ -66,6 +67,9 @@ _EXPORTS = {
     "validation_table": "report",
     "published_table": "report",
     "table_error": "report",
+    "ProgramMemory": "compiled_memory",
+    "program_memory": "compiled_memory",
+    "read_memory": "compiled_memory",
     "Decoder": "inference",
     "decoder": "inference",
     "decoder_from_config": "inference",
