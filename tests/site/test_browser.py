@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import struct
+import sys
 import threading
 import zlib
 from collections.abc import Iterator, Sequence
@@ -163,9 +164,18 @@ def browser() -> Iterator[Browser]:
         b.close()
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A response the browser stopped reading (it navigated away) is not an error of the page: no traceback in the
+        log. Anything else is reported as the standard server does."""
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
+
+
 def _serve(directory: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
     handler = functools.partial(_Quiet, directory=str(directory))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = _Server(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_address[1]}"
 
