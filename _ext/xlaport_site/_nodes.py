@@ -11,7 +11,8 @@ MyST-NB puts a notebook's markdown cells straight into the document (no wrapper)
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import tomllib
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -163,3 +164,36 @@ def keep_per_doc(app: Any, key: str) -> None:
             {d: u for d, u in per_doc(other, key).items() if d in docnames}
         ),
     )
+
+
+def listed(app: Any, option: str) -> dict[str, Any]:
+    """The TOML file that config ``option`` names (relative to the book), read once per build; {} when unset or absent."""
+    lists = app.__dict__.setdefault("_xlaport_lists", {})
+    if option not in lists:
+        name = getattr(app.config, option)
+        path = Path(app.confdir) / name if name else None
+        lists[option] = tomllib.loads(path.read_text(encoding="utf-8")) if path and path.exists() else {}
+    return lists[option]
+
+
+def listed_check(
+    app: Any,
+    option: str,
+    key: str,
+    read: Callable[[Any, nodes.document], None],
+    finish: Callable[[Any, str, dict[str, Any]], None],
+) -> None:
+    """Wire a check whose entries live in a TOML file (config ``option``): ``read(app, doctree)`` as each page is read,
+    keeping what the page used in ``per_doc(env, key)``; then, once a build finishes without error and the option is
+    set, ``finish(app, path, records)`` with the file's path (warnings point at it) and every page's record, to warn
+    about entries that match nothing any more."""
+    app.add_config_value(option, "", "env", [str])
+    app.connect("doctree-read", read)
+    keep_per_doc(app, key)
+
+    def finished(app: Any, exception: Exception | None) -> None:
+        name = getattr(app.config, option)
+        if exception is None and name:
+            finish(app, str(Path(app.confdir) / name), per_doc(app.env, key))
+
+    app.connect("build-finished", finished)

@@ -28,16 +28,15 @@ from __future__ import annotations
 import ast
 import math
 import re
-import tomllib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from docutils import nodes
 from sphinx.application import Sphinx
 
-from ._nodes import keep_per_doc, per_doc, warn, warn_file
+from ._nodes import listed, listed_check, per_doc, warn, warn_file
 
+OPTION, KEY = "xlaport_derived_columns", "xlaport_derived_used"  # the list file's config; what each page used
 _NUMBER = re.compile(r"(?<![\w.])([-−+]?)(\d[\d,]*(?:\.\d+)?)(?:[eE]([-+]?\d+))?")
 
 
@@ -170,15 +169,7 @@ def check_table(table: nodes.table, entry: dict[str, Any]) -> list[str]:
 
 
 def load(app: Sphinx) -> list[dict[str, Any]]:
-    name = app.config.xlaport_derived_columns
-    if not name:
-        return []
-    cached = getattr(app, "_xlaport_derived", None)
-    if cached is None:
-        path = Path(app.confdir) / name
-        cached = tomllib.loads(path.read_text(encoding="utf-8")).get("column", []) if path.exists() else []
-        app._xlaport_derived = cached  # type: ignore[attr-defined]
-    return cached
+    return list(listed(app, OPTION).get("column", []))
 
 
 def check(app: Sphinx, doctree: nodes.document) -> None:
@@ -197,22 +188,14 @@ def check(app: Sphinx, doctree: nodes.document) -> None:
             used.add(i)
             for problem in check_table(table, entry):
                 warn(table, "derived-column", f"a derived column does not recompute: {problem}")
-    per_doc(app.env, "xlaport_derived_used")[docname] = used
+    per_doc(app.env, KEY)[docname] = used
 
 
-def stale_entries(app: Sphinx, exception: Exception | None) -> None:
+def stale_entries(app: Sphinx, path: str, records: dict[str, set[int]]) -> None:
     """Entries that match no table of their pages, or that say not why the column is derived."""
-    if exception is not None or not app.config.xlaport_derived_columns:
-        return
-    name = app.config.xlaport_derived_columns
-    path = str(Path(app.confdir) / name)
-    used = (
-        set().union(*per_doc(app.env, "xlaport_derived_used").values())
-        if per_doc(app.env, "xlaport_derived_used")
-        else set()
-    )
+    used = set().union(*records.values())
     for i, entry in enumerate(load(app)):
-        label = f"{name}: column {entry.get('column')!r} on {entry.get('pages')}"
+        label = f"{app.config.xlaport_derived_columns}: column {entry.get('column')!r} on {entry.get('pages')}"
         if len(str(entry.get("why", "")).strip()) < 8:
             warn_file(path, "derived-list", f"{label} needs a why (what the column derives)")
         elif i not in used:
@@ -220,7 +203,4 @@ def stale_entries(app: Sphinx, exception: Exception | None) -> None:
 
 
 def setup(app: Sphinx) -> None:
-    app.add_config_value("xlaport_derived_columns", "", "env", [str])
-    app.connect("doctree-read", check)
-    keep_per_doc(app, "xlaport_derived_used")
-    app.connect("build-finished", stale_entries)
+    listed_check(app, OPTION, KEY, check, stale_entries)

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import ast
 import re
-import tomllib
-from pathlib import Path
 
 from docutils import nodes
 from sphinx.application import Sphinx
@@ -31,7 +29,8 @@ from ._nodes import (
     inside,
     is_cell,
     is_notebook,
-    keep_per_doc,
+    listed,
+    listed_check,
     per_doc,
     prose_blocks,
     prose_text,
@@ -39,6 +38,7 @@ from ._nodes import (
     warn_file,
 )
 
+OPTION, KEY = "xlaport_prose_numbers_allow", "xlaport_prose_used"  # the allow-list's config; what each page used
 EXERCISES = {"exercise_node", "exercise_enumerable_node"}  # sphinx-exercise's {exercise} directive
 
 # A label followed by its number: "Fix 2", "Exercise 1", "sections 2-4", "exit status 2", "step 0".
@@ -92,15 +92,7 @@ def parameter_values(source: str) -> set[str]:
 
 def load_allowed(app: Sphinx) -> dict[str, dict[str, str]]:
     """chapter stem -> {number: source}, from the TOML file config ``xlaport_prose_numbers_allow`` names."""
-    name = app.config.xlaport_prose_numbers_allow
-    if not name:
-        return {}
-    path = Path(app.confdir) / name
-    cached = getattr(app, "_xlaport_allowed", None)
-    if cached is None:
-        cached = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-        app._xlaport_allowed = cached  # type: ignore[attr-defined]
-    return cached
+    return listed(app, OPTION)
 
 
 def check(app: Sphinx, doctree: nodes.document) -> None:
@@ -129,20 +121,16 @@ def check(app: Sphinx, doctree: nodes.document) -> None:
                 f"{number!r} in “…{context}…” is not glued, a parameter or a sourced constant: glue it from the "
                 f"chapter's code, or add it with its source to [{stem}] in {app.config.xlaport_prose_numbers_allow}",
             )
-    per_doc(app.env, "xlaport_prose_used")[docname] = used
+    per_doc(app.env, KEY)[docname] = used
 
 
-def stale_entries(app: Sphinx, exception: Exception | None) -> None:
+def stale_entries(app: Sphinx, path: str, records: dict[str, set[str]]) -> None:
     """Allow-list entries that match no number any more, tables for no chapter, entries without a source."""
-    if exception is not None or not app.config.xlaport_prose_numbers_allow:
-        return
     name = app.config.xlaport_prose_numbers_allow
-    allowed = load_allowed(app)
     chapters: dict[str, set[str]] = {}
-    for docname, used in per_doc(app.env, "xlaport_prose_used").items():
+    for docname, used in records.items():
         chapters.setdefault(docname.rsplit("/", 1)[-1], set()).update(used)
-    path = str(Path(app.confdir) / name)
-    for stem, entries in allowed.items():
+    for stem, entries in load_allowed(app).items():
         if stem not in chapters:
             warn_file(path, "allow-list", f"{name}: [{stem}] is not a chapter")
             continue
@@ -154,7 +142,4 @@ def stale_entries(app: Sphinx, exception: Exception | None) -> None:
 
 
 def setup(app: Sphinx) -> None:
-    app.add_config_value("xlaport_prose_numbers_allow", "", "env", [str])
-    app.connect("doctree-read", check)
-    keep_per_doc(app, "xlaport_prose_used")
-    app.connect("build-finished", stale_entries)
+    listed_check(app, OPTION, KEY, check, stale_entries)

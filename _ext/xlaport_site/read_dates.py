@@ -12,28 +12,19 @@ cites, no more. Links into the book's own repository (``repository.url``) are no
 from __future__ import annotations
 
 import re
-import tomllib
 from datetime import date
-from pathlib import Path
 
 from docutils import nodes
 from sphinx.application import Sphinx
 
-from ._nodes import inside, is_cell, keep_per_doc, per_doc, warn, warn_file
+from ._nodes import inside, is_cell, listed, listed_check, per_doc, warn, warn_file
 
+OPTION, KEY = "xlaport_read_dates", "xlaport_read_dates_used"  # the list file's config; what each page cited
 _DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
 
 
 def load(app: Sphinx) -> dict[str, str]:
-    name = app.config.xlaport_read_dates
-    if not name:
-        return {}
-    cached = getattr(app, "_xlaport_read_dates", None)
-    if cached is None:
-        path = Path(app.confdir) / name
-        cached = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-        app._xlaport_read_dates = cached  # type: ignore[attr-defined]
-    return cached
+    return listed(app, OPTION)
 
 
 def _own(app: Sphinx) -> str:
@@ -118,20 +109,12 @@ def annotate(app: Sphinx, doctree: nodes.document) -> None:
                 found.append(when)
         if last is not None:
             _after(last, ", ".join(sorted(found)))
-    per_doc(app.env, "xlaport_read_dates_used")[app.env.docname] = used
+    per_doc(app.env, KEY)[app.env.docname] = used
 
 
-def stale_entries(app: Sphinx, exception: Exception | None) -> None:
+def stale_entries(app: Sphinx, path: str, records: dict[str, set[str]]) -> None:
     """Entries no page cites any more, and dates that are not dates."""
-    if exception is not None or not app.config.xlaport_read_dates:
-        return
-    name = app.config.xlaport_read_dates
-    path = str(Path(app.confdir) / name)
-    used = (
-        set().union(*per_doc(app.env, "xlaport_read_dates_used").values())
-        if per_doc(app.env, "xlaport_read_dates_used")
-        else set()
-    )
+    name, used = app.config.xlaport_read_dates, set().union(*records.values())
     for uri, when in load(app).items():
         if not (isinstance(when, str) and re.fullmatch(r"20\d\d-\d\d-\d\d", when)):
             warn_file(path, "read-date", f"{name}: {uri} = {when!r} is not a date (YYYY-MM-DD)")
@@ -140,7 +123,4 @@ def stale_entries(app: Sphinx, exception: Exception | None) -> None:
 
 
 def setup(app: Sphinx) -> None:
-    app.add_config_value("xlaport_read_dates", "", "env", [str])
-    app.connect("doctree-read", annotate)
-    keep_per_doc(app, "xlaport_read_dates_used")
-    app.connect("build-finished", stale_entries)
+    listed_check(app, OPTION, KEY, annotate, stale_entries)

@@ -36,7 +36,6 @@ def check_rewrite(
     """``fn(A, b)`` solves the symmetric positive definite system ``A x = b`` as ``reference(A, b)`` does (within
     ``atol``) on systems the chapter never shows (:func:`hidden_spd_systems`), and no op it runs raises or falls back
     on ``targets``."""
-    from ..ops.coverage import coverage
     from ..ops.trace import aten_ops
 
     name = "rewrite"
@@ -63,18 +62,11 @@ def check_rewrite(
         if not math.isfinite(err) or err > atol:
             return _fail(name, f"{where}: max |error| against the reference {err:.2e} > {atol:.0e}")
         worst = max(worst, err)
-    trace = aten_ops(fn, *systems[1])
-    for target in targets:
-        cov = coverage(trace, target)
-        if not cov.ok:
-            bad = cov.raises + cov.fallbacks
-            return _fail(
-                name, f"on {target}: {', '.join(bad)} {cov[bad[0]].status}; rewrite it with ops the target has"
-            )
+    problem, verdict = _op_coverage(aten_ops(fn, *systems[1]), targets)
+    if problem:
+        return _fail(name, f"{problem}; rewrite it with ops the target has")
     return _ok(
-        name,
-        f"matches the reference to {sci(worst)} on {len(systems)} systems the chapter never shows; "
-        + _no_problem_ops(trace, targets),
+        name, f"matches the reference to {sci(worst)} on {len(systems)} systems the chapter never shows; {verdict}"
     )
 
 
@@ -101,7 +93,6 @@ def check_padded_unique(fn: Callable[..., Any] | None, target: str = "tpu") -> C
     (:func:`hidden_pair_batches`)."""
     import torch
 
-    from ..ops.coverage import coverage
     from ..ops.trace import aten_ops
 
     name = "padded unique"
@@ -132,25 +123,25 @@ def check_padded_unique(fn: Callable[..., Any] | None, target: str = "tpu") -> C
             if len(got) != len(want) and len({p for p in got}) == len(got) and set(got) < want:
                 hint = " (different pairs got one key: make the key unique for any ids, e.g. from the batch's max)"
             return _fail(name, f"{where}: {plural(n, 'row')} counted, {len(want)} distinct pairs expected{hint}")
-    trace = aten_ops(fn, batches[1])
-    cov = coverage(trace, target)
-    if not cov.ok:
-        bad = cov.raises + cov.fallbacks
-        return _fail(name, f"on {target}: {', '.join(bad)} {cov[bad[0]].status}")
-    return _ok(
-        name,
-        f"right on {len(batches)} batches the chapter never shows, one shape each; " + _no_problem_ops(trace, [target]),
-    )
+    problem, verdict = _op_coverage(aten_ops(fn, batches[1]), [target])
+    if problem:
+        return _fail(name, problem)
+    return _ok(name, f"right on {len(batches)} batches the chapter never shows, one shape each; {verdict}")
 
 
-def _no_problem_ops(trace: Any, targets: Sequence[str]) -> str:
-    """What the coverage check shows: no op raises or falls back, and how many the targets' tables do not list."""
+def _op_coverage(trace: Any, targets: Sequence[str]) -> tuple[str | None, str]:
+    """The coverage check of a traced answer on each target: (what raises or falls back, or None; what the check
+    shows when nothing does, counting the ops a target's published tables do not list)."""
     from ..ops.coverage import coverage
 
-    unknown = {t: len(coverage(trace, t).with_status("unknown")) for t in targets}
+    covs = {t: coverage(trace, t) for t in targets}
+    for t, cov in covs.items():
+        if not cov.ok:
+            bad = cov.raises + cov.fallbacks
+            return f"on {t}: {', '.join(bad)} {cov[bad[0]].status}", ""
     said = [
         f"{plural(n, 'op')} unknown on {t} (not in its published tables: check on the device)"
-        for t, n in unknown.items()
-        if n
+        for t, cov in covs.items()
+        if (n := len(cov.with_status("unknown")))
     ]
-    return f"no op raises or falls back on {' or '.join(targets)}" + (f"; {'; '.join(said)}" if said else "")
+    return None, f"no op raises or falls back on {' or '.join(targets)}" + (f"; {'; '.join(said)}" if said else "")
