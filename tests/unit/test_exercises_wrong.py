@@ -573,6 +573,38 @@ CASES["pricing-breakeven"] = Case(
     },
 )
 
+
+# ------------------------------------------------------------------ memory_fit
+def _micro(state: float, per: float, batch: int, budget: float) -> int | None:
+    return next((u for u in range(batch, 0, -1) if batch % u == 0 and state + u * per <= budget), None)
+
+
+CASES["memory-micro-batch"] = Case(
+    lambda a: X.check_micro_batch(a),
+    _micro,
+    {
+        "state left out": (lambda s, p, b, budget: _micro(0, p, b, budget), "state"),
+        "not a divisor": (lambda s, p, b, budget: max(1, int((budget - s) // p)) if budget > s else None, "divide"),
+        "the smallest that fits": (
+            lambda s, p, b, budget: next((u for u in range(1, b + 1) if b % u == 0 and s + u * p <= budget), None),
+            "fits as well",
+        ),
+        "always one": (lambda s, p, b, budget: 1, "expected"),
+        "this chapter's value": (2, "answer must be a function"),
+    },
+)
+
+CASES["memory-checkpoint-bytes"] = Case(
+    lambda a: X.check_checkpoint_bytes(a),
+    lambda layers, inp, act: layers * inp + act,
+    {
+        "inputs only": (lambda layers, inp, act: layers * inp, "recomputed holds its own activations"),
+        "nothing checkpointed": (lambda layers, inp, act: layers * act, "without checkpointing"),
+        "every layer recomputed at once": (lambda layers, inp, act: layers * (inp + act), "only one layer"),
+        "a number": (3e9, "answer must be a function"),
+    },
+)
+
 GARBAGE: dict[str, Any] = {
     "[]": [],
     "''": "",

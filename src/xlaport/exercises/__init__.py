@@ -23,6 +23,7 @@ from . import (
     custom_kernels,
     distributed,
     first_steps,
+    memory_fit,
     op_fallbacks,
     port_inference,
     port_training,
@@ -38,6 +39,7 @@ from .common import NOT_ATTEMPTED, Check
 from .custom_kernels import *  # noqa: F403
 from .distributed import *  # noqa: F403
 from .first_steps import *  # noqa: F403
+from .memory_fit import *  # noqa: F403
 from .op_fallbacks import *  # noqa: F403
 from .port_inference import *  # noqa: F403
 from .port_training import *  # noqa: F403
@@ -62,6 +64,7 @@ CHAPTER_MODULES = (
     audit_your_code,
     beyond_forward,
     distributed,
+    memory_fit,
 )
 
 __all__ = ["CHAPTER_MODULES", "Check", "NOT_ATTEMPTED", "reveal"]
@@ -78,3 +81,4 @@ __all__ += predict_before_renting.__all__
 __all__ += audit_your_code.__all__
 __all__ += beyond_forward.__all__
 __all__ += distributed.__all__
+__all__ += memory_fit.__all__

@@ -8,6 +8,8 @@ Modules (torch is imported only when a trace runs):
 - :mod:`~xlaport.perf.roofline`: per-op times, the step's band (fused and overlapped .. unfused and summed),
   the regime of each op class, FSDP collectives on several chips.
 - :mod:`~xlaport.perf.memory`: the fewest chips whose HBM holds the step under FSDP.
+- :mod:`~xlaport.perf.ladder`: the fixes that make a step fit, cheapest first: gradient accumulation, activation
+  checkpointing, bf16 optimizer state, FSDP.
 - :mod:`~xlaport.perf.compiled_memory`: the memory XLA assigned a compiled program, read from its buffer assignment.
 - :mod:`~xlaport.perf.inference`: prefill, decode with a KV cache (alone, or swept over batch sizes) and serving as
   servers run them, tensor-parallel.
@@ -44,6 +46,9 @@ _EXPORTS = {
     "collective_bytes": "roofline",
     "Fit": "memory",
     "fewest_chips": "memory",
+    "Rung": "ladder",
+    "climb": "ladder",
+    "first_fit": "ladder",
     "bytes_per_chip": "memory",
     "StepCost": "pricing",
     "step_cost": "pricing",
