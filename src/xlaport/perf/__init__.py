@@ -11,6 +11,8 @@ Modules (torch is imported only when a trace runs):
 - :mod:`~xlaport.perf.ladder`: the fixes that make a step fit, cheapest first: gradient accumulation, activation
   checkpointing, bf16 optimizer state, FSDP.
 - :mod:`~xlaport.perf.compiled_memory`: the memory XLA assigned a compiled program, read from its buffer assignment.
+- :mod:`~xlaport.perf.xla_trace`: torch_xla's profiler trace read into compile, execute, transfer, HLO-op and
+  annotation events, and the time each kind was busy.
 - :mod:`~xlaport.perf.inference`: prefill, decode with a KV cache (alone, or swept over batch sizes) and serving as
   servers run them, tensor-parallel.
 - :mod:`~xlaport.perf.pricing`: cost per step, per image and per million tokens, band carried through.
