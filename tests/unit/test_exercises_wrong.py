@@ -605,6 +605,76 @@ CASES["memory-checkpoint-bytes"] = Case(
     },
 )
 
+
+# ------------------------------------------------------------------ profiling
+def _busy_share(spans: list[tuple[float, float]], a: float, b: float) -> float:
+    total, end = 0.0, a
+    for s0, e0 in sorted((max(x, a), min(x + d, b)) for x, d in spans):
+        if e0 > max(s0, end):
+            total += e0 - max(s0, end)
+            end = e0
+    return total / (b - a)
+
+
+CASES["profiling-busy"] = Case(
+    lambda a: X.check_busy_share(a),
+    _busy_share,
+    {
+        "durations summed": (lambda spans, a, b: sum(d for _, d in spans) / (b - a), "counted twice"),
+        "the spans' own extent": (
+            lambda spans, a, b: _busy_share(spans, min(x for x, _ in spans), max(x + d for x, d in spans)),
+            "window given",
+        ),
+        "milliseconds, not a share": (lambda spans, a, b: _busy_share(spans, a, b) * (b - a), "at most 1"),
+        "a number": (0.4, "answer must be a function"),
+    },
+)
+
+CASES["profiling-overlap"] = Case(
+    lambda a: X.check_overlap_rate(a),
+    lambda h, d: (1000 / max(h, d), (h + d) / max(h, d)),
+    {
+        "one after the other": (lambda h, d: (1000 / (h + d), 1.0), "slower side sets the pace"),
+        "the faster side": (lambda h, d: (1000 / min(h, d), (h + d) / min(h, d)), "faster side cannot"),
+        "per millisecond": (lambda h, d: (1 / max(h, d), (h + d) / max(h, d)), "1000 / ms"),
+        "a bare rate": (lambda h, d: 1000 / max(h, d), "return a pair"),
+    },
+)
+
+
+# ------------------------------------------------------------------ input_pipelines
+CASES["input-workers"] = Case(
+    lambda a: X.check_workers(a),
+    lambda host, step: max(1, math.ceil(host / step - 1e-12)),
+    {
+        "rounded down": (lambda host, step: int(host // step), "round up"),
+        "upside down": (lambda host, step: math.ceil(step / host), "upside down"),
+        "one more for luck": (lambda host, step: math.ceil(host / step) + 1, "already keep up"),
+        "a number": (3, "answer must be a function"),
+    },
+)
+
+
+def _pad(x: torch.Tensor, y: torch.Tensor, size: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    n = x.shape[0]
+    return (
+        torch.cat([x, x.new_zeros(size - n, x.shape[1])]),
+        torch.cat([y, y.new_zeros(size - n)]),
+        torch.cat([torch.ones(n), torch.zeros(size - n)]),
+    )
+
+
+CASES["input-padding"] = Case(
+    lambda a: X.check_padding(a),
+    _pad,
+    {
+        "padding weighted like data": (lambda x, y, size: (*_pad(x, y, size)[:2], torch.ones(size)), "weight 0"),
+        "not padded": (lambda x, y, size: (x, y, torch.ones(x.shape[0])), "padded to"),
+        "two values": (lambda x, y, size: _pad(x, y, size)[:2], "return a tuple"),
+        "a number": (8, "answer must be a function"),
+    },
+)
+
 GARBAGE: dict[str, Any] = {
     "[]": [],
     "''": "",

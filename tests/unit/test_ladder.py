@@ -57,6 +57,7 @@ def test_bf16_moments_halve_the_optimizer_state_and_fsdp_always_fits() -> None:
     assert rungs[3].bytes_per_chip == pytest.approx(rungs[2].bytes_per_chip - t.optimizer_state_bytes / 2)
     assert not any(r.fits for r in rungs[:4]) and rungs[4].fits and rungs[4].chips > 1
     assert first_fit(rungs).fix == "FSDP"
+    assert t.items % rungs[4].chips == 0  # a count that splits the batch of 8 evenly
 
 
 def test_checkpointing_without_a_config_keeps_every_activation_and_recomputes_nothing() -> None:

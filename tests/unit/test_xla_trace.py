@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from xlaport.perf.xla_trace import Event, busy, classify, read_trace, within
+from xlaport.perf.xla_trace import Event, busy, classify, read_trace, self_times, within
 
 
 def _ev(a: float, b: float, kind: str = "execute") -> Event:
@@ -25,6 +25,18 @@ def test_busy_counts_overlaps_once_and_clips_to_the_window() -> None:
     assert busy(events, 8, 25) == 7 + 5
     assert busy([]) == 0
     assert [e.start_us for e in within(events, _ev(4, 21, "annotation"))] == [5, 20]
+
+
+def test_self_time_takes_nested_events_out_of_their_parent() -> None:
+    call, inner, after = (
+        Event("call.1", "t", 0, 10, "op"),
+        Event("dot.2", "t", 2, 6, "op"),
+        Event("f", "t", 12, 3, "op"),
+    )
+    other_lane = Event("dot.3", "u", 1, 4, "op")
+    got = {e.name: t for e, t in self_times([call, inner, after, other_lane])}
+    assert got == {"call.1": 4, "dot.2": 6, "f": 3, "dot.3": 4}
+    assert sum(got.values()) == busy([call, after]) + 4
 
 
 @pytest.mark.parametrize(

@@ -23,12 +23,14 @@ from . import (
     custom_kernels,
     distributed,
     first_steps,
+    input_pipelines,
     memory_fit,
     op_fallbacks,
     port_inference,
     port_training,
     predict_before_renting,
     pricing_math,
+    profiling,
     recompile_storms,
     sd3_view_offsets,
 )
@@ -39,12 +41,14 @@ from .common import NOT_ATTEMPTED, Check
 from .custom_kernels import *  # noqa: F403
 from .distributed import *  # noqa: F403
 from .first_steps import *  # noqa: F403
+from .input_pipelines import *  # noqa: F403
 from .memory_fit import *  # noqa: F403
 from .op_fallbacks import *  # noqa: F403
 from .port_inference import *  # noqa: F403
 from .port_training import *  # noqa: F403
 from .predict_before_renting import *  # noqa: F403
 from .pricing_math import *  # noqa: F403
+from .profiling import *  # noqa: F403
 from .recompile_storms import *  # noqa: F403
 from .sd3_view_offsets import *  # noqa: F403
 from .workspace import reveal
@@ -65,6 +69,8 @@ CHAPTER_MODULES = (
     beyond_forward,
     distributed,
     memory_fit,
+    profiling,
+    input_pipelines,
 )
 
 __all__ = ["CHAPTER_MODULES", "Check", "NOT_ATTEMPTED", "reveal"]
@@ -82,3 +88,5 @@ __all__ += audit_your_code.__all__
 __all__ += beyond_forward.__all__
 __all__ += distributed.__all__
 __all__ += memory_fit.__all__
+__all__ += profiling.__all__
+__all__ += input_pipelines.__all__

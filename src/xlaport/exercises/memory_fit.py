@@ -8,7 +8,7 @@ from typing import Any
 
 from .common import Check, _fail, _none, _ok, guarded, raised
 
-__all__ = ["check_micro_batch", "check_checkpoint_bytes", "HIDDEN_FITS", "HIDDEN_LAYERS"]
+__all__ = ["check_micro_batch", "check_checkpoint_bytes", "HIDDEN_FITS", "HIDDEN_CHECKPOINT_LAYERS"]
 
 #: (state bytes, activation bytes per sample, global batch, budget bytes) the micro-batch check asks about.
 HIDDEN_FITS = (
@@ -61,7 +61,7 @@ def check_micro_batch(micro: Callable[..., Any] | None) -> Check:
 
 
 #: (layers, layer input bytes, one layer's saved activations in bytes) the checkpointing check asks about.
-HIDDEN_LAYERS = ((32, 64e6, 1.1e9), (80, 0.25e9, 4.5e9), (12, 8e6, 0.2e9), (1, 1e6, 30e6))
+HIDDEN_CHECKPOINT_LAYERS = ((32, 64e6, 1.1e9), (80, 0.25e9, 4.5e9), (12, 8e6, 0.2e9), (1, 1e6, 30e6))
 
 
 @guarded("activations kept with checkpointing")
@@ -74,7 +74,7 @@ def check_checkpoint_bytes(kept: Callable[..., Any] | None) -> Check:
     if not callable(kept):
         return _fail(name, "answer must be a function kept(layers, layer_input_bytes, layer_activation_bytes)")
     done = []
-    for layers, inp, act in HIDDEN_LAYERS:
+    for layers, inp, act in HIDDEN_CHECKPOINT_LAYERS:
         want = layers * inp + act
         where = f"for {layers} layers, {inp / 1e6:g} MB inputs, {act / 1e6:g} MB activations a layer"
         try:

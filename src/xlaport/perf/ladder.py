@@ -12,11 +12,14 @@ price (cheapest first) and kept as they are climbed:
 3. **bf16 optimizer state**: AdamW's two moments in 2 bytes an element instead of 4; no time, some precision
    (the targets' support differs: the chapter says which).
 4. **FSDP**: parameters, gradients and optimizer state sharded over ``n`` chips
-   (:func:`xlaport.perf.memory.fewest_chips`), at the price of the all-gathers and reduce-scatters each step.
+   (:func:`xlaport.perf.memory.fewest_chips`, rounded up to a count that splits the batch evenly), at the price of
+   the all-gathers and reduce-scatters each step.
 
 :func:`climb` returns every rung with what a chip then holds; :func:`first_fit` the first rung that fits. The byte
-counts are the estimator's (saved activations from the traced step, state from the optimizer's update rule), not a
-compiler's: the chapter *Will it fit?* measures where the two part. Torch-free.
+counts are the estimator's (saved activations from the traced step, state from the optimizer's update rule, in the
+traced dtype: a bf16 model's weights and gradients in bf16, AdamW's moments in fp32, no fp32 master copy), not a
+compiler's: the chapter *Will it fit?* measures where the two part. ``usable`` (0.9 by default) is an assumption,
+not a vendor figure. Torch-free.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Any
 
 from ..validate import fraction
 from .machine import Machine
-from .memory import fewest_chips
+from .memory import bytes_per_chip, fewest_chips
 from .trace import StepTrace
 
 __all__ = ["RUNGS", "Rung", "first_fit", "climb", "largest_micro_batch"]
@@ -98,7 +101,10 @@ def climb(trace: StepTrace, m: Machine, model: Any = None, usable: float = 0.9) 
     bf16 = dataclasses.replace(ckpt, optimizer_state_bytes=ckpt.optimizer_state_bytes / 2)
     rung("bf16 optimizer state", bf16, share)
     fit = fewest_chips(bf16, m, usable=u)
-    rungs.append(Rung("FSDP", fit.chips, bf16.items, fit.bytes_per_chip, m.hbm_bytes, u, share))
+    # a data-parallel batch splits evenly: the fewest chips at or above the fit that divide it (beyond the batch,
+    # the fit's own count: the activations cannot split further)
+    n = next((c for c in range(fit.chips, bf16.items + 1) if bf16.items % c == 0), fit.chips)
+    rungs.append(Rung("FSDP", n, bf16.items, bytes_per_chip(bf16, n), m.hbm_bytes, u, share))
     return rungs
 
 

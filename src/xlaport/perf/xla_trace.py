@@ -26,8 +26,9 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-__all__ = ["KINDS", "Event", "busy", "classify", "read_trace", "within"]
+__all__ = ["KINDS", "Event", "busy", "classify", "read_trace", "self_times", "within"]
 
 KINDS = ("compile", "execute", "transfer", "op", "annotation", "host")
 
@@ -114,3 +115,25 @@ def busy(events: Iterable[Event], start_us: float | None = None, end_us: float |
 def within(events: Iterable[Event], span: Event) -> list[Event]:
     """The events that start inside ``span``."""
     return [e for e in events if span.start_us <= e.start_us < span.end_us]
+
+
+def self_times(events: Iterable[Event]) -> list[tuple[Event, float]]:
+    """Each event with its *self* time in microseconds: its duration less that of the events nested inside it on
+    the same lane (XLA:CPU's trace nests a fused computation's operations inside the call that runs them; summing
+    durations would count the inner ones twice)."""
+    lanes: dict[str, list[Event]] = {}
+    for e in events:
+        lanes.setdefault(e.lane, []).append(e)
+    out: list[tuple[Event, float]] = []
+    for evs in lanes.values():
+        evs.sort(key=lambda e: (e.start_us, -e.dur_us))
+        stack: list[list[Any]] = []  # [event, self time so far]
+        for e in evs:
+            while stack and stack[-1][0].end_us <= e.start_us:
+                done = stack.pop()
+                out.append((done[0], done[1]))
+            if stack:
+                stack[-1][1] -= e.dur_us
+            stack.append([e, e.dur_us])
+        out.extend((ev, t) for ev, t in reversed(stack))
+    return out
