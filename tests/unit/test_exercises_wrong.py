@@ -675,6 +675,50 @@ CASES["input-padding"] = Case(
     },
 )
 
+
+# ------------------------------------------------------------------ checkpoints
+def _reads(rows: int, saved: int, new: int, rank: int) -> list[tuple[int, int, int]]:
+    lo, hi = rank * rows // new, (rank + 1) * rows // new
+    return [
+        (s, max(s * rows // saved, lo), min((s + 1) * rows // saved, hi))
+        for s in range(saved)
+        if max(s * rows // saved, lo) < min((s + 1) * rows // saved, hi)
+    ]
+
+
+CASES["checkpoints-reshard"] = Case(
+    lambda a: X.check_reshard_reads(a),
+    _reads,
+    {
+        "whole saved blocks": (
+            lambda rows, saved, new, rank: [
+                (s, s * rows // saved, (s + 1) * rows // saved) for s, _, _ in _reads(rows, saved, new, rank)
+            ],
+            "the wrong rows",
+        ),
+        "the same rank number": (
+            lambda rows, saved, new, rank: [p for p in _reads(rows, saved, new, rank) if p[0] == rank],
+            "expected",
+        ),
+        "only the first piece": (lambda rows, saved, new, rank: _reads(rows, saved, new, rank)[:1], "expected"),
+        "a number": (2, "answer must be a function"),
+    },
+)
+
+CASES["checkpoints-shard-rows"] = Case(
+    lambda a: X.check_shard_rows(a),
+    lambda rows, ranks: [max(0, min(-(-rows // ranks), rows - r * -(-rows // ranks))) for r in range(ranks)],
+    {
+        "an even spread": (
+            lambda rows, ranks: [rows // ranks + (1 if r < rows % ranks else 0) for r in range(ranks)],
+            "even spread",
+        ),
+        "floor for everyone": (lambda rows, ranks: [rows // ranks] * ranks, "add up"),
+        "one count too few": (lambda rows, ranks: [-(-rows // ranks)] * (ranks - 1), "one count per rank"),
+        "a number": (3, "answer must be a function"),
+    },
+)
+
 GARBAGE: dict[str, Any] = {
     "[]": [],
     "''": "",

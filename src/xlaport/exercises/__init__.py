@@ -20,6 +20,7 @@ from . import (
     attention_numerics,
     audit_your_code,
     beyond_forward,
+    checkpoints,
     custom_kernels,
     distributed,
     first_steps,
@@ -37,6 +38,7 @@ from . import (
 from .attention_numerics import *  # noqa: F403
 from .audit_your_code import *  # noqa: F403
 from .beyond_forward import *  # noqa: F403
+from .checkpoints import *  # noqa: F403
 from .common import NOT_ATTEMPTED, Check
 from .custom_kernels import *  # noqa: F403
 from .distributed import *  # noqa: F403
@@ -71,6 +73,7 @@ CHAPTER_MODULES = (
     memory_fit,
     profiling,
     input_pipelines,
+    checkpoints,
 )
 
 __all__ = ["CHAPTER_MODULES", "Check", "NOT_ATTEMPTED", "reveal"]
@@ -90,3 +93,4 @@ __all__ += distributed.__all__
 __all__ += memory_fit.__all__
 __all__ += profiling.__all__
 __all__ += input_pipelines.__all__
+__all__ += checkpoints.__all__
