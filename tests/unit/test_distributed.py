@@ -511,3 +511,20 @@ def test_fsdp_layout_arithmetic_rejects_bad_input() -> None:
         fsdp_bytes_per_device({"w": (0, 4)}, 2)
     with pytest.raises(ValueError, match="no parameter shapes"):
         largest_parameter({})
+
+
+def test_digests_tell_tensors_apart_by_a_single_bit() -> None:
+    from xlaport.distributed.toy import digests
+
+    a = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    b = a.clone()
+    b.view(torch.int32)[0, 0] ^= 1  # one bit of one element
+    assert digests({"w": a}) == digests({"w": a.clone()})
+    assert digests({"w": a}) != digests({"w": b})
+
+
+def test_fsdp2_mlp_needs_a_process_group() -> None:
+    from xlaport.distributed.toy import fsdp2_mlp
+
+    with pytest.raises(ValueError, match="needs a process group"):
+        fsdp2_mlp(0)

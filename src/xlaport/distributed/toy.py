@@ -4,7 +4,9 @@ Every rank, every mesh and the single-device reference must start from identical
 identical batches, or their losses cannot be compared. :func:`mlp` builds the two-layer MLP from a
 seed without touching the global RNG; :func:`teacher_batches` draws inputs and labels them with a
 fixed random linear "teacher", so the task is learnable and the loss falls; :func:`sgd_reference`
-is the single-device, single-process run the distributed runs are checked against.
+is the single-device, single-process run the distributed runs are checked against. :func:`fsdp2_mlp` is the same
+model sharded with FSDP2 over the ranks of the current process group; :func:`digests` and :func:`full_digests` hash
+tensors so that processes can compare weights bit for bit without sending them.
 
 >>> x, y = teacher_batches(steps=8, batch=64, seed=0)     # x: (8, 64, 32) float32, y: (8, 64) int64
 >>> losses = sgd_reference(x, y, seed=0, lr=0.5)          # one float per step, plain CPU eager
@@ -12,13 +14,25 @@ is the single-device, single-process run the distributed runs are checked agains
 
 from __future__ import annotations
 
+import hashlib
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from .. import validate
 
-__all__ = ["FEATURES", "HIDDEN", "CLASSES", "mlp", "teacher_batches", "sgd_reference"]
+__all__ = [
+    "FEATURES",
+    "HIDDEN",
+    "CLASSES",
+    "mlp",
+    "fsdp2_mlp",
+    "digests",
+    "full_digests",
+    "teacher_batches",
+    "sgd_reference",
+]
 
 FEATURES, HIDDEN, CLASSES = 32, 64, 8  # every dimension divisible by 4 and 2: shards and micro-batches are even
 
@@ -68,3 +82,34 @@ def sgd_reference(x: torch.Tensor, y: torch.Tensor, seed: int, lr: float, classe
         opt.step()
         losses.append(float(loss.detach()))
     return losses
+
+
+def fsdp2_mlp(seed: int) -> nn.Sequential:
+    """:func:`mlp`, each linear layer and the whole model sharded with FSDP2 (``fully_shard``) over a CPU mesh of every
+    rank of the default process group (which must exist)."""
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    if not dist.is_initialized():
+        raise ValueError("fsdp2_mlp needs a process group: call torch.distributed.init_process_group first")
+    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+    model = mlp(seed)
+    for layer in (model[0], model[2]):
+        fully_shard(layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    return model
+
+
+def digests(tensors: dict[str, torch.Tensor]) -> dict[str, str]:
+    """SHA-256 of each tensor's bytes (on the CPU): equal digests, equal tensors bit for bit."""
+    return {k: hashlib.sha256(v.detach().cpu().contiguous().numpy().tobytes()).hexdigest() for k, v in tensors.items()}
+
+
+def full_digests(model: nn.Module) -> dict[str, str]:
+    """:func:`digests` of a sharded model's full parameters, gathered from every rank: a collective, so every rank
+    must call it; each gets the same answer."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+    full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+    return digests(full)
