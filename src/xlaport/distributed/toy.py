@@ -15,6 +15,8 @@ tensors so that processes can compare weights bit for bit without sending them.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 import torch.nn as nn
@@ -101,7 +103,7 @@ def fsdp2_mlp(seed: int) -> nn.Sequential:
     return model
 
 
-def digests(tensors: dict[str, torch.Tensor]) -> dict[str, str]:
+def digests(tensors: Mapping[str, Any]) -> dict[str, str]:
     """SHA-256 of each tensor's bytes (on the CPU): equal digests, equal tensors bit for bit."""
     return {k: hashlib.sha256(v.detach().cpu().contiguous().numpy().tobytes()).hexdigest() for k, v in tensors.items()}
 
