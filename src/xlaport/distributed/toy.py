@@ -108,10 +108,17 @@ def digests(tensors: Mapping[str, Any]) -> dict[str, str]:
     return {k: hashlib.sha256(v.detach().cpu().contiguous().numpy().tobytes()).hexdigest() for k, v in tensors.items()}
 
 
-def full_digests(model: nn.Module) -> dict[str, str]:
-    """:func:`digests` of a sharded model's full parameters, gathered from every rank: a collective, so every rank
-    must call it; each gets the same answer."""
-    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+def full_digests(model: nn.Module, optimizer: torch.optim.Optimizer | None = None) -> dict[str, str]:
+    """:func:`digests` of a sharded model's full parameters, gathered from every rank, and with ``optimizer`` of its
+    full state too (``optim/<parameter>/<key>``, AdamW's moments and step): a collective, so every rank must call it;
+    rank 0 gets the digests (the full state is gathered to its CPU), the other ranks an empty dict."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict, get_optimizer_state_dict
 
-    full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
-    return digests(full)
+    options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+    out = digests(get_model_state_dict(model, options=options))
+    if optimizer is not None:
+        state: Any = get_optimizer_state_dict(model, optimizer, options=options).get("state", {})
+        out.update(
+            digests({f"optim/{p}/{k}": torch.as_tensor(v) for p, entry in state.items() for k, v in entry.items()})
+        )
+    return out
