@@ -21,12 +21,10 @@ HIDDEN_TRACES = (
 
 
 def _busy(spans: Any, a: float, b: float) -> float:
-    total, end = 0.0, a
-    for s, e in sorted((max(x, a), min(x + d, b)) for x, d in spans):
-        if e > max(s, end):
-            total += e - max(s, end)
-            end = e
-    return total / (b - a)
+    """The share of ``[a, b]`` covered by ``spans``, by :func:`xlaport.perf.xla_trace.busy` (the chapter's own)."""
+    from ..perf.xla_trace import Event, busy
+
+    return busy([Event("span", "", x, d, "op") for x, d in spans], a, b) / (b - a)
 
 
 @guarded("busy share")
