@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["plural", "sci", "usd", "is_exact_zero_in_e", "by_ratio", "escape_dollars", "table_lines"]
+__all__ = ["plural", "figures", "sci", "usd", "is_exact_zero_in_e", "by_ratio", "escape_dollars", "table_lines"]
 
 _EXP_ZERO = re.compile(r"^-?0(\.0*)?e[+-]0+$")
 _CODE_SPAN = re.compile(r"(`+).+?(?<!`)\1(?!`)", re.S)
@@ -29,6 +29,15 @@ def times(n: int) -> str:
     if isinstance(n, bool) or not isinstance(n, int):
         raise ValueError(f"times() counts whole numbers, got {n!r}")
     return {1: "once", 2: "twice"}.get(n, f"{n} times")
+
+
+def figures(x: float) -> str:
+    """A measured or estimated quantity as prose prints it: whole from 100 up (with thousands separators), three
+    significant figures below (``"141"``, ``"18.5"``, ``"0.34"``), never ``"141.0"`` nor an exponent."""
+    x = float(x)
+    if x != x or x in (float("inf"), float("-inf")):
+        return str(x)
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
 def sci(x: float, digits: int = 1) -> str:

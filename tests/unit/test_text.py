@@ -68,3 +68,10 @@ def test_times_says_once_and_twice_in_words() -> None:
     assert [times(n) for n in (0, 1, 2, 3)] == ["0 times", "once", "twice", "3 times"]
     with pytest.raises(ValueError):
         times(1.0)  # type: ignore[arg-type]
+
+
+def test_figures_prints_a_quantity_without_false_precision_or_an_exponent() -> None:
+    from xlaport.text import figures
+
+    assert [figures(v) for v in (141.0, 1070.4, 18.52, 0.3, 3.0)] == ["141", "1,070", "18.5", "0.3", "3"]
+    assert figures(float("nan")) == "nan"

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..text import figures
+
 __all__ = [
     "regimes_table",
     "estimate_table",
@@ -42,14 +44,6 @@ def _need(row: Mapping[str, Any], keys: Sequence[str], what: str) -> None:
         raise ValueError(f"{what}: a row lacks {missing[0]!r}")
 
 
-def _figures(x: float) -> str:
-    """A measured or estimated quantity: whole from 100 up (with thousands separators), three significant figures
-    below."""
-    if x != x or x in (float("inf"), float("-inf")):
-        return str(x)
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
-
-
 def regimes_table(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
     """:func:`xlaport.perf.regimes` rows: calls, intensity, bound and unfused time per op class, with each class's
     share of the unfused total."""
@@ -61,7 +55,7 @@ def regimes_table(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
         {
             "op class": r["op_class"],
             "calls": f"{r['calls']:,}",
-            "FLOP/B": _figures(r["intensity"]),
+            "FLOP/B": figures(r["intensity"]),
             "bound": r["bound"],
             "ms unfused": f"{r['seconds'] * 1e3:.1f}",
             "share": f"{r['seconds'] / total:.0%}" if total > 0 else "n/a",
