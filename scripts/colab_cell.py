@@ -26,7 +26,19 @@ from xlaport import detect
 ROOT = Path(__file__).resolve().parents[1]
 TAG = "colab-setup"
 # What a chapter imports beyond the toolkit's own dependencies, pinned as requirements.txt pins them.
-EMULATOR_PACKAGES = ("torch", "torch_xla", "jax", "jaxlib", "transformers", "tokenizers", "diffusers", "scikit-learn")
+EMULATOR_PACKAGES = (
+    "torch",
+    "torch_xla",
+    "jax",
+    "jaxlib",
+    "transformers",
+    "tokenizers",
+    "diffusers",
+    "scikit-learn",
+    "peft",
+    "accelerate",
+    "torchao",
+)
 GOOGLE_PCI_VENDOR = f"{detect.GOOGLE_PCI_VENDOR:#06x}"  # "0x1ae0", as sysfs writes it
 
 

@@ -73,7 +73,8 @@ def _shorten(text: str) -> str:
 
 
 def reader_friendly_logs() -> None:
-    """Shorten file paths in PyTorch's log records and hide two environment-only warnings (idempotent)."""
+    """Shorten file paths in PyTorch's log records and hide warnings and progress bars that only this environment
+    prints (idempotent)."""
     global _installed
     if _installed:
         return
@@ -105,6 +106,14 @@ def reader_friendly_logs() -> None:
                     handler.setFormatter(formatter)
     logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # "No CUDA runtime is found"
     warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm.auto without ipywidgets
+    # the Hugging Face libraries' bars for saving and loading a checkpoint of a few hundred kB (read when they start)
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    # torchao 0.16 on the emulator's torch 2.9 runs its Python path; its C++ extension is built for torch 2.10
+    logging.getLogger("torchao").addFilter(lambda r: not str(r.msg).startswith("Skipping import of cpp extensions"))
+    # the Trainer's loader pins host memory by default, which a machine without an accelerator cannot do
+    warnings.filterwarnings("ignore", message=".*'pin_memory' argument is set as true but no accelerator")
+    # peft 0.21 calls a transformers 5 method that transformers renamed (is_activation_checkpointing)
+    warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
 
 
 def glue(name: str, value: Any, display: bool = False) -> None:

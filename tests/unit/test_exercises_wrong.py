@@ -719,6 +719,39 @@ CASES["checkpoints-shard-rows"] = Case(
     },
 )
 
+
+# ------------------------------------------------------------------ fine_tuning
+def _share(batches: list[list[int]], multiple: int | None) -> float:
+    padded = [(-(-max(b) // multiple) * multiple if multiple else max(b)) * len(b) for b in batches]
+    return 1 - sum(map(sum, batches)) / sum(padded)
+
+
+CASES["fine-tuning-lora-params"] = Case(
+    lambda a: X.check_lora_params(a),
+    lambda layers, rank: sum(rank * (i + o) for i, o in layers),
+    {
+        "full fine-tuning": (lambda layers, rank: sum(i * o for i, o in layers), "full fine-tuning"),
+        "rank copies of the layer": (lambda layers, rank: sum(rank * i * o for i, o in layers), "two thin matrices"),
+        "only A": (lambda layers, rank: sum(rank * i for i, _ in layers), "both matrices"),
+        "repeated layers once": (lambda layers, rank: rank * sum(i + o for i, o in set(layers)), "repeated layers"),
+        "a number": (3584, "answer must be a function"),
+    },
+)
+
+CASES["fine-tuning-padding-share"] = Case(
+    lambda a: X.check_padding_share(a),
+    _share,
+    {
+        "the multiple ignored": (lambda batches, multiple: _share(batches, None), "round each batch"),
+        "the real share": (lambda batches, multiple: 1 - _share(batches, multiple), "share of real tokens"),
+        "a mean of batches": (
+            lambda batches, multiple: sum(_share([b], multiple) for b in batches) / len(batches),
+            "weigh the batches",
+        ),
+        "a number": (0.2, "answer must be a function"),
+    },
+)
+
 GARBAGE: dict[str, Any] = {
     "[]": [],
     "''": "",

@@ -104,8 +104,13 @@ def fsdp2_mlp(seed: int) -> nn.Sequential:
 
 
 def digests(tensors: Mapping[str, Any]) -> dict[str, str]:
-    """SHA-256 of each tensor's bytes (on the CPU): equal digests, equal tensors bit for bit."""
-    return {k: hashlib.sha256(v.detach().cpu().contiguous().numpy().tobytes()).hexdigest() for k, v in tensors.items()}
+    """SHA-256 of each tensor's bytes (on the CPU; any dtype, bfloat16 included): equal digests, equal tensors bit
+    for bit."""
+
+    def raw(v: Any) -> bytes:
+        return bytes(v.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
+
+    return {k: hashlib.sha256(raw(v)).hexdigest() for k, v in tensors.items()}
 
 
 def full_digests(model: nn.Module, optimizer: torch.optim.Optimizer | None = None) -> dict[str, str]:

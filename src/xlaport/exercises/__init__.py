@@ -23,6 +23,7 @@ from . import (
     checkpoints,
     custom_kernels,
     distributed,
+    fine_tuning,
     first_steps,
     input_pipelines,
     memory_fit,
@@ -42,6 +43,7 @@ from .checkpoints import *  # noqa: F403
 from .common import NOT_ATTEMPTED, Check
 from .custom_kernels import *  # noqa: F403
 from .distributed import *  # noqa: F403
+from .fine_tuning import *  # noqa: F403
 from .first_steps import *  # noqa: F403
 from .input_pipelines import *  # noqa: F403
 from .memory_fit import *  # noqa: F403
@@ -74,6 +76,7 @@ CHAPTER_MODULES = (
     profiling,
     input_pipelines,
     checkpoints,
+    fine_tuning,
 )
 
 __all__ = ["CHAPTER_MODULES", "Check", "NOT_ATTEMPTED", "reveal"]
@@ -94,3 +97,4 @@ __all__ += memory_fit.__all__
 __all__ += profiling.__all__
 __all__ += input_pipelines.__all__
 __all__ += checkpoints.__all__
+__all__ += fine_tuning.__all__

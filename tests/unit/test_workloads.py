@@ -1,0 +1,76 @@
+"""xlaport.workloads: the tokenizer and texts made in memory, what an adapter run trains, the serving programs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from xlaport.workloads.corpus import synthetic_texts, word_tokenizer
+from xlaport.workloads.lora import frozen_digests, is_adapter, moved, trainable
+
+
+def test_word_tokenizer_maps_words_and_pads() -> None:
+    tok = word_tokenizer(10)
+    assert tok.pad_token_id == 0 and tok.unk_token_id == 1
+    assert tok("w0 w7 zz")["input_ids"] == [2, 9, 1]
+    batch = tok.pad([{"input_ids": [2, 3]}, {"input_ids": [4]}], return_tensors="pt")
+    assert batch["input_ids"].tolist() == [[2, 3], [4, 0]] and batch["attention_mask"].tolist() == [[1, 1], [1, 0]]
+
+
+def test_synthetic_texts_are_seeded_and_avoid_a_multiple() -> None:
+    a = synthetic_texts(40, (10, 70), seed=3, avoid_multiple_of=32)
+    assert a == synthetic_texts(40, (10, 70), seed=3, avoid_multiple_of=32)
+    assert a != synthetic_texts(40, (10, 70), seed=4, avoid_multiple_of=32)
+    lengths = [len(t.split()) for t in a]
+    assert min(lengths) >= 10 and max(lengths) <= 70 and all(n % 32 for n in lengths)
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"n": 0, "lengths": (1, 5)}, "n must be"),
+        ({"n": 3, "lengths": (5, 1)}, "longest length"),
+        ({"n": 3, "lengths": 5}, "tuple"),
+        ({"n": 3, "lengths": (32, 32), "avoid_multiple_of": 32}, "every length"),
+    ],
+)
+def test_synthetic_texts_refuse_bad_input(kwargs: dict, words: str) -> None:
+    with pytest.raises(ValueError, match=words):
+        synthetic_texts(**kwargs)
+
+
+class Adapted(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.base = nn.Linear(8, 4)
+        self.lora_A = nn.Linear(8, 2, bias=False)
+        self.lora_B = nn.Linear(2, 4, bias=False)
+        self.base.requires_grad_(False)
+
+
+def test_trainable_counts_adapters_and_names_the_rest() -> None:
+    m = Adapted()
+    r = trainable(m)
+    assert (r.trainable, r.total, r.adapter) == (16 + 8, 36 + 24, 24) and r.adapters_only
+    assert r.fraction == pytest.approx(24 / 60)
+    m.base.bias.requires_grad_(True)
+    r = trainable(m)
+    assert not r.adapters_only and r.outside_adapters == ["base.bias"]
+    assert is_adapter("model.layers.0.q_proj.lora_A.default.weight") and not is_adapter("model.norm.weight")
+    with pytest.raises(ValueError, match="torch module"):
+        trainable("model")
+
+
+def test_frozen_digests_see_a_changed_frozen_weight_in_bf16() -> None:
+    m = Adapted().to(torch.bfloat16)
+    before = frozen_digests(m)
+    assert set(before) == {"base.weight", "base.bias"}
+    with torch.no_grad():
+        m.lora_A.weight.add_(1)  # an adapter may move
+    assert moved(before, frozen_digests(m)) == []
+    with torch.no_grad():
+        m.base.weight[0, 0] += 1
+    assert moved(before, frozen_digests(m)) == ["base.weight"]
+    with pytest.raises(ValueError, match="digest maps"):
+        moved(before, None)  # type: ignore[arg-type]
