@@ -752,6 +752,53 @@ CASES["fine-tuning-padding-share"] = Case(
     },
 )
 
+
+# ------------------------------------------------------------------ serving
+def _buckets(smallest: int, budget: int) -> list[int]:
+    out = [smallest * 2**k for k in range(64) if smallest * 2**k < budget]
+    return [*out, budget]
+
+
+def _slots(hbm: float, weights: float, layers: int, kv: int, hd: int, n: int, per: float) -> int:
+    return max(0, int((hbm - weights) // (2 * layers * kv * hd * n * per)))
+
+
+CASES["serving-token-buckets"] = Case(
+    lambda a: X.check_token_buckets(a),
+    _buckets,
+    {
+        "the next power of two": (
+            lambda smallest, budget: (
+                [b for b in _buckets(smallest, budget)[:-1]] + [smallest * 2 ** (len(_buckets(smallest, budget)) - 1)]
+            ),
+            "the budget itself",
+        ),
+        "no last bucket": (lambda smallest, budget: _buckets(smallest, budget)[:-1], "must be a bucket"),
+        "from one": (lambda smallest, budget: _buckets(1, budget), "start at the smallest"),
+        "a list": ([16, 32, 64], "answer must be a function"),
+    },
+)
+
+CASES["serving-max-slots"] = Case(
+    lambda a: X.check_max_slots(a),
+    _slots,
+    {
+        "keys only": (
+            lambda hbm, w, layers, kv, hd, n, per: max(0, int((hbm - w) // (layers * kv * hd * n * per))),
+            "keys and values",
+        ),
+        "weights forgotten": (
+            lambda hbm, w, layers, kv, hd, n, per: int(hbm // (2 * layers * kv * hd * n * per)),
+            "weights",
+        ),
+        "rounded up": (
+            lambda hbm, w, layers, kv, hd, n, per: max(0, -(-(hbm - w) // (2 * layers * kv * hd * n * per))),
+            "round down",
+        ),
+        "a number": (3, "answer must be a function"),
+    },
+)
+
 GARBAGE: dict[str, Any] = {
     "[]": [],
     "''": "",

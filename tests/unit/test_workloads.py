@@ -74,3 +74,46 @@ def test_frozen_digests_see_a_changed_frozen_weight_in_bf16() -> None:
     assert moved(before, frozen_digests(m)) == ["base.weight"]
     with pytest.raises(ValueError, match="digest maps"):
         moved(before, None)  # type: ignore[arg-type]
+
+
+def test_slot_server_matches_the_full_forward_pass() -> None:
+    from xlaport.models import GPT
+    from xlaport.workloads.serving import SlotCache, decode, prefill
+
+    torch.manual_seed(0)
+    model = GPT(vocab=32, max_len=24, d=16, heads=2, layers=2).eval()
+    cache = SlotCache.empty(model, slots=3, max_len=24)
+    assert cache.slots == 3 and cache.max_len == 24 and cache.nbytes == 2 * 2 * 3 * 2 * 24 * 8 * 4
+    prompts = {0: [5, 6, 7], 2: [9, 1, 4, 4, 2]}
+    tokens, positions = torch.zeros(3, dtype=torch.long), torch.zeros(3, dtype=torch.long)
+    seqs = {}
+    with torch.no_grad():
+        for slot, p in prompts.items():
+            padded = torch.tensor([p + [0] * (8 - len(p))])  # a bucket of 8
+            first = prefill(model, cache, padded, torch.tensor([len(p)]), torch.tensor([slot]))
+            seqs[slot] = [*p, int(first[0])]
+            tokens[slot], positions[slot] = int(first[0]), len(p)
+        for _ in range(4):
+            nxt = decode(model, cache, tokens, positions)
+            for slot in prompts:
+                seqs[slot].append(int(nxt[slot]))
+                tokens[slot], positions[slot] = nxt[slot], positions[slot] + 1
+        for slot, p in prompts.items():  # greedy decoding of the whole sequence, no cache
+            ids = list(p)
+            for _ in range(5):
+                ids.append(int(model(torch.tensor([ids]))[0, -1].argmax()))
+            assert seqs[slot] == ids
+
+
+def test_serving_helpers_refuse_bad_input() -> None:
+    from xlaport.models import GPT
+    from xlaport.workloads.serving import SlotCache, power_of_two_buckets
+
+    assert power_of_two_buckets(16, 100) == [16, 32, 64, 100] and power_of_two_buckets(16, 16) == [16]
+    with pytest.raises(ValueError, match="largest"):
+        power_of_two_buckets(16, 8)
+    model = GPT(vocab=8, max_len=8, d=8, heads=2, layers=1)
+    with pytest.raises(ValueError, match="exceeds the model"):
+        SlotCache.empty(model, slots=2, max_len=16)
+    with pytest.raises(ValueError, match="slots"):
+        SlotCache.empty(model, slots=0, max_len=8)

@@ -35,6 +35,7 @@ from . import (
     profiling,
     recompile_storms,
     sd3_view_offsets,
+    serving,
 )
 from .attention_numerics import *  # noqa: F403
 from .audit_your_code import *  # noqa: F403
@@ -55,6 +56,7 @@ from .pricing_math import *  # noqa: F403
 from .profiling import *  # noqa: F403
 from .recompile_storms import *  # noqa: F403
 from .sd3_view_offsets import *  # noqa: F403
+from .serving import *  # noqa: F403
 from .workspace import reveal
 
 #: The chapter modules, in the book's order; each lists its checkers in its ``__all__``.
@@ -77,6 +79,7 @@ CHAPTER_MODULES = (
     input_pipelines,
     checkpoints,
     fine_tuning,
+    serving,
 )
 
 __all__ = ["CHAPTER_MODULES", "Check", "NOT_ATTEMPTED", "reveal"]
@@ -98,3 +101,4 @@ __all__ += profiling.__all__
 __all__ += input_pipelines.__all__
 __all__ += checkpoints.__all__
 __all__ += fine_tuning.__all__
+__all__ += serving.__all__

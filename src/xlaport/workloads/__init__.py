@@ -6,8 +6,8 @@ Modules (torch, transformers and peft are imported only when a function that nee
   varied lengths, seeded.
 - :mod:`~xlaport.workloads.lora`: what an adapter trains (trainable parameters against the whole model, by module
   kind), digests that show whether frozen weights moved, and a Trainer callback that counts compiles per step.
-- :mod:`~xlaport.workloads.serving`: a continuous-batching decoder loop with fixed decode slots, prefill buckets
-  and a preallocated KV cache, beside a naive loop that pads each request to its own length.
+- :mod:`~xlaport.workloads.serving`: the two programs of a static-shape server on the book's GPT: a prefill into one
+  slot of a preallocated KV cache, and a decode step of every slot; and vLLM TorchTPU's power-of-two buckets.
 - :mod:`~xlaport.workloads.quantize`: weight-only int8 by hand and by torchao, and the errors of a quantized
   model's logits against bf16.
 """
@@ -24,6 +24,10 @@ _EXPORTS = {
     "frozen_digests": "lora",
     "moved": "lora",
     "compile_counter": "lora",
+    "SlotCache": "serving",
+    "prefill": "serving",
+    "decode": "serving",
+    "power_of_two_buckets": "serving",
 }
 
 __all__ = sorted(_EXPORTS)
