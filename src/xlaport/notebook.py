@@ -112,6 +112,9 @@ def reader_friendly_logs() -> None:
     logging.getLogger("torchao").addFilter(lambda r: not str(r.msg).startswith("Skipping import of cpp extensions"))
     # the Trainer's loader pins host memory by default, which a machine without an accelerator cannot do
     warnings.filterwarnings("ignore", message=".*'pin_memory' argument is set as true but no accelerator")
+    # torchao's int8 weight-only transform calls torch.set_float32_matmul_precision("high") (its
+    # recommended_inductor_config_setter), an API torch 2.9 warns about; the quantization chapter shows the call's effect
+    warnings.filterwarnings("ignore", message="Please use the new API settings to control TF32 behavior")
     # peft 0.21 calls a transformers 5 method that transformers renamed (is_activation_checkpointing)
     warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
 

@@ -799,6 +799,45 @@ CASES["serving-max-slots"] = Case(
     },
 )
 
+
+# ------------------------------------------------------------------ quantized_inference
+def _int8_rows(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    scale = w.abs().amax(dim=1, keepdim=True) / 127.5
+    return torch.round(w / scale).clamp(-128, 127).to(torch.int8), scale
+
+
+CASES["quantized-int8-rows"] = Case(
+    lambda a: X.check_int8_rows(a),
+    _int8_rows,
+    {
+        "one scale per tensor": (
+            lambda w: (torch.round(w / (w.abs().max() / 127.5)).clamp(-128, 127).to(torch.int8), w.abs().max() / 127.5),
+            "one scale for the whole tensor",
+        ),
+        "truncated": (
+            lambda w: (torch.trunc(w / _int8_rows(w)[1]).to(torch.int8), _int8_rows(w)[1]),
+            "round to the nearest",
+        ),
+        "floats kept": (lambda w: (torch.round(w / _int8_rows(w)[1]), _int8_rows(w)[1]), "store integers"),
+        "scale too small": (
+            lambda w: (torch.round(w / (_int8_rows(w)[1] / 4)).clamp(-128, 127).to(torch.int8), _int8_rows(w)[1] / 4),
+            "clipped",
+        ),
+        "a number": (3, "answer must be a function"),
+    },
+)
+
+CASES["quantized-decode-floor"] = Case(
+    lambda a: X.check_decode_floor(a),
+    lambda params, per, bw, chips: params * per / (bw * chips),
+    {
+        "bits": (lambda params, per, bw, chips: params * per * 8 / (bw * chips), "bytes, not bits"),
+        "chips ignored": (lambda params, per, bw, chips: params * per / bw, "own share"),
+        "bytes ignored": (lambda params, per, bw, chips: params / (bw * chips), "bytes each weight"),
+        "a number": (0.01, "answer must be a function"),
+    },
+)
+
 GARBAGE: dict[str, Any] = {
     "[]": [],
     "''": "",

@@ -105,3 +105,18 @@ def test_cli_inference_modes_need_a_decoder_and_say_so_in_one_line(
     assert "decoder LM" in err and "\n" not in err
     assert main(["estimate", "qwen3_8b", "--mode", "serving", "--concurrency", "0"]) == 2
     assert "--concurrency" in capsys.readouterr().err
+
+
+def test_int8_weight_only_halves_the_weights_but_keeps_the_bf16_peak() -> None:
+    from xlaport.perf import estimate_inference
+
+    kw = {"input_len": 1024, "output_len": 1024, "chip_ids": ["tpu_v6e", "h100_sxm"]}
+    bf16, int8, fp8 = (estimate_inference("llama31_8b", "serving", precision=p, **kw) for p in ("bf16", "int8", "fp8"))
+    for b, i, f in zip(bf16.chips, int8.chips, fp8.chips):
+        # the same chips and requests served together for int8 and fp8 (one byte per weight), on no more chips than bf16
+        assert (i.chips, i.concurrency) == (f.chips, f.concurrency) and i.chips <= b.chips
+        assert i.row()["tokens_per_s_per_chip"] > 0
+    # on the H100, whose table has an fp8 peak, fp8's floor is no slower than int8's, which multiplies in bf16
+    assert fp8.chips[1].floor_s <= int8.chips[1].floor_s
+    with pytest.raises(ValueError, match="precision must be one of bf16, fp8, int8"):
+        estimate_inference("llama31_8b", "serving", precision="int4")

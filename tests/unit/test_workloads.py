@@ -117,3 +117,46 @@ def test_serving_helpers_refuse_bad_input() -> None:
         SlotCache.empty(model, slots=2, max_len=16)
     with pytest.raises(ValueError, match="slots"):
         SlotCache.empty(model, slots=0, max_len=8)
+
+
+HLO = """HloModule m
+
+%add (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+}
+
+ENTRY %main (p0: s8[192,64], p1: bf16[192,1], p2: bf16[8,64]) -> (bf16[8,192]) {
+  %p0 = s8[192,64]{1,0} parameter(0)
+  %p1 = bf16[192,1]{1,0} parameter(1)
+  %p2 = bf16[8,64]{1,0} parameter(2)
+  %c = bf16[192,64]{1,0} convert(s8[192,64]{1,0} %p0)
+  %d = bf16[8,192]{1,0} dot(bf16[8,64]{1,0} %p2, bf16[192,64]{1,0} %c), lhs_contracting_dims={1}
+}
+"""
+
+
+def test_program_types_reads_the_entry_inputs_and_products() -> None:
+    from xlaport.workloads.quantize import program_types
+
+    k = program_types(HLO)
+    assert k.parameters == {"s8": 192 * 64, "bf16": 2 * (192 + 8 * 64)}  # the lambda's f32[] inputs are not counted
+    assert k.parameter_counts == {"s8": 1, "bf16": 2} and k.dots == {("bf16", "bf16"): 1}
+    with pytest.raises(ValueError, match="no known size"):
+        program_types(HLO.replace("s8[192,64]{1,0} parameter", "s4[192,64]{1,0} parameter"))
+    with pytest.raises(ValueError, match="ENTRY"):
+        program_types("not hlo")
+
+
+def test_stored_bytes_counts_what_a_quantized_weight_holds() -> None:
+    from torchao.quantization import Int8WeightOnlyConfig, quantize_
+
+    from xlaport.workloads.quantize import stored_bytes
+
+    m = nn.Sequential(nn.Linear(64, 32)).to(torch.bfloat16)
+    assert stored_bytes(m) == (64 * 32 + 32) * 2
+    quantize_(m, Int8WeightOnlyConfig(version=2))
+    torch.set_float32_matmul_precision("highest")  # quantize_ changes it (see the quantization chapter)
+    assert stored_bytes(m) == 64 * 32 + 32 * 2 + 32 * 2  # int8 data, a bf16 scale per row, the bf16 bias
+    with pytest.raises(ValueError, match="torch module"):
+        stored_bytes([1, 2])

@@ -44,9 +44,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--precision",
-        choices=("bf16", "fp8"),
+        choices=("bf16", "fp8", "int8"),
         default="bf16",
-        help="prefill, decode, serving: weights in bf16 or fp8 (fp8 uses the chip's fp8 peak where the table has one)",
+        help="prefill, decode, serving: weights in bf16, fp8 (the chip's fp8 peak where the table has one) or int8 "
+        "(weight-only: one byte per weight, multiplied at the bf16 peak)",
     )
     p.add_argument("--dtype", choices=("bfloat16", "float16", "float32"), default="bfloat16", help="traced dtype")
     p.add_argument("--input", action="append", default=[], metavar="SHAPE[:DTYPE]", help="inputs for a non-LM model")

@@ -33,6 +33,7 @@ from . import (
     predict_before_renting,
     pricing_math,
     profiling,
+    quantized_inference,
     recompile_storms,
     sd3_view_offsets,
     serving,
@@ -54,6 +55,7 @@ from .port_training import *  # noqa: F403
 from .predict_before_renting import *  # noqa: F403
 from .pricing_math import *  # noqa: F403
 from .profiling import *  # noqa: F403
+from .quantized_inference import *  # noqa: F403
 from .recompile_storms import *  # noqa: F403
 from .sd3_view_offsets import *  # noqa: F403
 from .serving import *  # noqa: F403
@@ -80,6 +82,7 @@ CHAPTER_MODULES = (
     checkpoints,
     fine_tuning,
     serving,
+    quantized_inference,
 )
 
 __all__ = ["CHAPTER_MODULES", "Check", "NOT_ATTEMPTED", "reveal"]
@@ -102,3 +105,4 @@ __all__ += input_pipelines.__all__
 __all__ += checkpoints.__all__
 __all__ += fine_tuning.__all__
 __all__ += serving.__all__
+__all__ += quantized_inference.__all__

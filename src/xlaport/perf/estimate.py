@@ -402,7 +402,8 @@ def checkpointed(trace: StepTrace, model: Any, policy: str = "full") -> StepTrac
 # serving runs.
 
 INFERENCE_MODES = ("prefill", "decode", "serving")
-PRECISIONS = ("bf16", "fp8")
+# "int8": int8 weights multiplied in bf16 (weight-only, as torchao's Int8WeightOnlyConfig): half the bytes, the bf16 peak
+PRECISIONS = ("bf16", "fp8", "int8")
 # the published inference stack whose runs stand for each chip family
 INFERENCE_STACK = {"tpu": "vLLM", "cuda": "TensorRT-LLM", "neuron": "NxD"}
 
@@ -523,7 +524,8 @@ def estimate_inference(
     million tokens of a decoder LM's ``mode`` (``prefill`` of ``batch`` prompts of ``seq_len``; ``decode`` of one
     token for ``batch`` sequences at ``seq_len`` context; ``serving`` of ``concurrency`` requests of ``input_len``
     in and ``output_len`` out, default as many as fit). ``chips``: the tensor-parallel degree (default: the fewest,
-    a power of two, that hold weights and caches)."""
+    a power of two, that hold weights and caches). ``precision``: ``bf16``; ``fp8`` (one byte per weight, the chip's
+    fp8 peak where the table has one); ``int8`` (one byte per weight, weight-only: multiplied at the bf16 peak)."""
     from . import calibrate
     from .inference import decode_s, largest_batch, prefill_s, serving
 
@@ -541,7 +543,7 @@ def estimate_inference(
     else:
         mod, _ = load_model(model)
         dec = decoder_of(mod)
-    wb = 1.0 if precision == "fp8" else 2.0
+    wb = 1.0 if precision in ("fp8", "int8") else 2.0
     cal = calibrate.fit()
     out = []
     for cid in chip_ids or cost.chip_names():

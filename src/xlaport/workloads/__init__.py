@@ -8,8 +8,8 @@ Modules (torch, transformers and peft are imported only when a function that nee
   kind), digests that show whether frozen weights moved, and a Trainer callback that counts compiles per step.
 - :mod:`~xlaport.workloads.serving`: the two programs of a static-shape server on the book's GPT: a prefill into one
   slot of a preallocated KV cache, and a decode step of every slot; and vLLM TorchTPU's power-of-two buckets.
-- :mod:`~xlaport.workloads.quantize`: weight-only int8 by hand and by torchao, and the errors of a quantized
-  model's logits against bf16.
+- :mod:`~xlaport.workloads.quantize`: the bytes a quantized model stores (torchao's subclasses counted by what they
+  hold), and a compiled program's inputs by element type and its matrix products by operand type.
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ _EXPORTS = {
     "prefill": "serving",
     "decode": "serving",
     "power_of_two_buckets": "serving",
+    "stored_bytes": "quantize",
+    "program_types": "quantize",
+    "ProgramTypes": "quantize",
 }
 
 __all__ = sorted(_EXPORTS)
