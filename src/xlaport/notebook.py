@@ -106,6 +106,9 @@ def reader_friendly_logs() -> None:
                     handler.setFormatter(formatter)
     logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # "No CUDA runtime is found"
     warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm.auto without ipywidgets
+    # torch_xla's note when it starts without a PJRT_DEVICE on a machine with no TPU or Trainium: transformers (with
+    # accelerate installed) imports torch_xla in chapters that only estimate on the CPU
+    logging.getLogger().addFilter(lambda r: r.getMessage() != "Defaulting to PJRT_DEVICE=CPU")
     # the Hugging Face libraries' bars for saving and loading a checkpoint of a few hundred kB (read when they start)
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     # torchao 0.16 on the emulator's torch 2.9 runs its Python path; its C++ extension is built for torch 2.10

@@ -284,3 +284,16 @@ def test_example_refuses_in_one_line(name: object, tmp_path: Path, monkeypatch: 
     with pytest.raises(ValueError, match=r"^example\(\): ") as err:
         example(name)  # type: ignore[arg-type]
     assert "\n" not in str(err.value)
+
+
+def test_reader_friendly_logs_hide_the_emulators_own_start_up_lines(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from xlaport.notebook import reader_friendly_logs
+
+    reader_friendly_logs()
+    with caplog.at_level(logging.WARNING):
+        logging.warning("Defaulting to PJRT_DEVICE=CPU")  # torch_xla's line where no TPU or Trainium is found
+        logging.getLogger("torchao").warning("Skipping import of cpp extensions due to incompatible torch version")
+        logging.warning("a warning a reader should see")
+    assert [r.getMessage() for r in caplog.records] == ["a warning a reader should see"]
