@@ -75,12 +75,77 @@ RC: dict[str, Any] = {
 
 def plain_log_ticks(axis: Any) -> None:
     """Label a log axis at 1, 2 and 5 per decade in plain numbers (20, 50, 100), minor ticks unlabelled: matplotlib's
-    own labels for a range under a decade ("3×10²", "4×10²") run into each other."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    own labels for a range under a decade ("3×10²", "4×10²") run into each other.
 
-    axis.set_major_locator(LogLocator(subs=(1, 2, 5)))
+    Where fewer than two of those values fall in view (a series between 810 and 950 ms), the axis takes at most
+    four round values instead (850, 900, 950): matplotlib's own fallback there labels every 20 and, on a short
+    axis, those labels overlap. Where 1, 2 and 5 would crowd the axis (many decades on a short one), it labels
+    each power of ten, or every second or third one."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    axis.set_major_locator(_one_two_five_locator())
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     axis.set_minor_formatter(NullFormatter())
+
+
+def _log_ticks(lo: float, hi: float, room: int) -> list[float]:
+    """Round values for a log axis over [lo, hi] (both > 0) with at most ``room`` labels in view: 1, 2 and 5 per
+    decade where they fit, else each power of ten, else every second (third, ...) one; where fewer than two of
+    1, 2 and 5 fall in view, at most four round values (:func:`_sparse_ticks`)."""
+    import math
+
+    first, last = math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1
+    one_two_five = [m * 10.0**d for d in range(first, last + 1) for m in (1, 2, 5)]
+    shown = sum(lo <= t <= hi for t in one_two_five)
+    if shown < 2:
+        return _sparse_ticks(lo, hi)
+    if shown <= room:
+        return one_two_five
+    stride = 1
+    while sum(lo <= 10.0**d <= hi for d in range(first, last + 1, stride)) > max(room, 2):
+        stride += 1
+    return [10.0**d for d in range(first - first % stride, last + stride, stride)]
+
+
+def _sparse_ticks(lo: float, hi: float) -> list[float]:
+    """At most four round values over [lo, hi], for a log axis that spans too little for 1, 2 and 5 per decade."""
+    from matplotlib.ticker import MaxNLocator
+
+    return [float(v) for v in MaxNLocator(nbins=3, steps=[1, 2, 2.5, 5, 10]).tick_values(lo, hi) if v > 0]
+
+
+def _one_two_five_locator() -> Any:
+    from matplotlib.ticker import Locator
+
+    class OneTwoFive(Locator):
+        def __call__(self) -> Any:
+            if self.axis is None:
+                return []
+            lo, hi = self.axis.get_view_interval()
+            return self.tick_values(lo, hi)
+
+        def tick_values(self, vmin: float, vmax: float) -> Any:
+            lo, hi = sorted((float(vmin), float(vmax)))
+            if hi <= 0:
+                return []
+            return _log_ticks(lo if lo > 0 else hi / 1e3, hi, self._room())
+
+        def _room(self) -> int:
+            """How many labels the axis holds with a label's height (or a short label's width) of space between."""
+            import matplotlib as mpl
+            from matplotlib.font_manager import FontProperties
+
+            axis = getattr(self, "axis", None)
+            if axis is None or axis.axes is None:
+                return 9
+            box = axis.axes.bbox
+            length = box.height if axis is axis.axes.yaxis else box.width
+            size = mpl.rcParams["ytick.labelsize" if axis is axis.axes.yaxis else "xtick.labelsize"]
+            label_px = FontProperties(size=size).get_size_in_points()
+            label_px *= axis.axes.figure.dpi / 72
+            return max(2, int(length // (label_px * (1.6 if axis is axis.axes.yaxis else 3.5))))
+
+    return OneTwoFive()
 
 
 def smallest_text_pt(fig: Figure) -> float:

@@ -372,3 +372,41 @@ def test_texts_drawn_over_each_other_are_found_and_recorded() -> None:
     ax.legend()
     assert text_collisions(good) == [] and recorded_collisions(png(good)) == "0"
     plt.close(good)
+
+
+@pytest.mark.parametrize(
+    ("lo", "hi", "height_in"),
+    [
+        (810, 950, 1.0),
+        (810, 950, 3.6),
+        (700, 990, 1.4),
+        (550, 1150, 1.4),
+        (3, 2500, 1.4),
+        (0.5, 5000, 1.4),
+        (1e-3, 1e9, 3.6),
+    ],
+)
+def test_plain_log_ticks_label_two_or_more_round_values_that_never_overlap(
+    lo: float, hi: float, height_in: float
+) -> None:
+    """Under a decade matplotlib's LogLocator falls back to a tick every 20 (800, 820, ... 960), whose labels overlap
+    on a short axis; over many decades 1, 2 and 5 per decade crowd one another. Neither may happen."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from xlaport.plots import plain_log_ticks, text_collisions
+
+    fig, ax = plt.subplots(figsize=(5.5, height_in + 0.8))
+    fig.subplots_adjust(bottom=0.4 / (height_in + 0.8), top=1 - 0.4 / (height_in + 0.8))
+    ax.plot([0, 1, 2], [lo, (lo + hi) / 2, hi])
+    ax.set_yscale("log")
+    plain_log_ticks(ax.yaxis)
+    fig.draw_without_rendering()
+    y0, y1 = ax.get_ylim()
+    shown = [t.get_text() for t in ax.get_yticklabels() if y0 <= t.get_position()[1] <= y1]
+    assert len(shown) >= 2, shown
+    assert text_collisions(fig) == [], shown
+    assert all(float(s) > 0 for s in shown), shown
+    plt.close(fig)
