@@ -192,6 +192,51 @@ def test_line_and_file_suppressions() -> None:
     assert [f.rule for f in kept] == ["cuda-api"]
 
 
+@pytest.mark.parametrize(
+    ("code", "rules"),
+    [
+        # the words inside a string literal on the line suppress nothing
+        ('import torch\nx = y.cuda(); note = "# xlaport: ignore"\n', ["cuda-device"]),
+        # nor inside a docstring, even ignore-file
+        ('"""Docs.\n\n# xlaport: ignore-file\n"""\nimport torch\nx = y.cuda()\n', ["cuda-device"]),
+        # nor inside an f-string
+        ("import torch\nx = y.cuda(); s = f'{1} # xlaport: ignore'\n", ["cuda-device"]),
+        # a real comment after a string with a hash in it still counts
+        ("import torch\nx = y.cuda('#')  # xlaport: ignore[cuda-device]\n", []),
+    ],
+)
+def test_suppressions_come_from_comments_only(code: str, rules: list[str]) -> None:
+    assert [f.rule for f in scan_source(code)] == rules
+
+
+def test_a_misspelt_rule_id_in_a_suppression_is_reported_and_suppresses_nothing(tmp_path: Path) -> None:
+    from xlaport.scan import scan
+
+    (tmp_path / "a.py").write_text("import torch\nx = y.cuda()  # xlaport: ignore[cuda-devcie]\n")
+    res = scan(tmp_path, jobs=1)
+    assert [f.rule for f in res.findings] == ["cuda-device"]
+    said = [w.reason for w in res.warnings]
+    assert said == ["line 2: unknown rule id 'cuda-devcie' in an xlaport suppression comment"], said
+
+
+def test_suppression_comments_in_requirements_pyproject_and_cuda_sources(tmp_path: Path) -> None:
+    from xlaport.scan import scan
+
+    (tmp_path / "requirements.txt").write_text("flash-attn==2.6.3  # xlaport: ignore[cuda-only-dependency]\ncupy\n")
+    (tmp_path / "k.cu").write_text("// xlaport: ignore-file[cuda-source]\n__global__ void k() {}\n")
+    (tmp_path / "l.cu").write_text('const char* s = "// xlaport: ignore-file";\n__global__ void k() {}\n')
+    res = scan(tmp_path, jobs=1)
+    got = sorted((Path(f.path).name, f.rule, f.line) for f in res.findings)
+    assert got == [("l.cu", "cuda-source", 1), ("requirements.txt", "cuda-only-dependency", 2)], got
+
+
+def test_comments_before_a_syntax_error_still_count() -> None:
+    from xlaport.scan.suppress import comments
+
+    text = "x = 1  # xlaport: ignore\ndef f(:\n  y = '''open\n"
+    assert list(comments(text, "py")) == [(1, "# xlaport: ignore")]
+
+
 def _project(tmp_path: Path, toml: str) -> Path:
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\n' + toml)
     (tmp_path / "pkg").mkdir()

@@ -9,7 +9,8 @@
 Modules: :mod:`~xlaport.scan.rules` (the rules as data: id, severity, why, fix, chapter),
 :mod:`~xlaport.scan.walker` (one walk of each syntax tree, keeping the context the checks need),
 :mod:`~xlaport.scan.checks` (one function per rule per node type, registered with ``walker.check``),
-:mod:`~xlaport.scan.engine` (files, suppressions, parallel scan, never crashes on what it reads),
+:mod:`~xlaport.scan.engine` (files, parallel scan, never crashes on what it reads),
+:mod:`~xlaport.scan.suppress` (``# xlaport: ignore`` comments, read from comment tokens only),
 :mod:`~xlaport.scan.config` (``[tool.xlaport]`` in the scanned project's ``pyproject.toml``),
 :mod:`~xlaport.scan.output` (table, JSON, SARIF, markdown), :mod:`~xlaport.scan.baseline` (accepted findings,
 matched by rule, file and code text), :mod:`~xlaport.scan.ci` (the pull-request check behind ``action.yml``). Torch-free: nothing here imports torch or

@@ -18,7 +18,8 @@
     weeks_per_kernel = 3
 
 A line comment ``# xlaport: ignore[rule-a, rule-b]`` (or ``# xlaport: ignore`` for every rule)
-silences findings on its line; ``# xlaport: ignore-file`` (optionally ``[rules]``) a whole file.
+silences findings on its line; ``# xlaport: ignore-file`` (optionally ``[rules]``) a whole file. Only comments
+count (:mod:`xlaport.scan.suppress`); an unknown rule id in one is reported as a warning on its file.
 Unknown keys, rules or severities raise ``ValueError`` with one line.
 """
 

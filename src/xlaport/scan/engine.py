@@ -23,10 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from . import suppress
 from .checks import dependency_advice
 from .config import FAIL_LEVELS, ScanConfig, find_pyproject, load_config
-from .rules import RULES, mapping_fix, rule, severity_rank
+from .rules import RULES, mapping_fix, rule, rule_ids, severity_rank
 from .walker import Hit, analyse
+
+_KNOWN = frozenset(rule_ids())  # rule ids a suppression comment may name
 
 __all__ = ["Finding", "ScanWarning", "ScanResult", "scan", "scan_source", "SKIP_DIRS"]
 
@@ -51,7 +54,6 @@ SKIP_DIRS = frozenset(
 )
 _PARALLEL_MIN_FILES = 128
 _BATCH = 24
-_SUPPRESS = re.compile(r"#\s*xlaport:\s*ignore(-file)?(?:\[([^\]\n]*)\])?")
 _PY2 = re.compile(r"^\s*(print\s+[\"'\w]|exec\s+[\"'\w]|except\s+[\w.]+\s*,\s*\w+\s*:)", re.M)
 _GLOBAL = re.compile(r"__global__")
 _COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.M)
@@ -184,27 +186,6 @@ class ScanResult:
 
 # --------------------------------------------------------------------------- per file
 _Outcome = tuple[str, list[tuple[Any, ...]], list[str], int, int, int, bool, str | None]
-
-
-def _suppressions(text: str) -> tuple[dict[int, frozenset[str] | None], frozenset[str] | None, bool]:
-    """(line -> rules or None for all, file-level rules or None for all, has file-level)."""
-    per_line: dict[int, frozenset[str] | None] = {}
-    file_rules: set[str] = set()
-    file_all = False
-    has_file = False
-    for m in _SUPPRESS.finditer(text):
-        rules = frozenset(r.strip() for r in m.group(2).split(",") if r.strip()) if m.group(2) is not None else None
-        if m.group(1):
-            has_file = True
-            if rules is None:
-                file_all = True
-            else:
-                file_rules |= rules
-        else:
-            line = text.count("\n", 0, m.start()) + 1
-            prev = per_line.get(line, frozenset())
-            per_line[line] = None if rules is None or prev is None else prev | rules
-    return per_line, (None if file_all else frozenset(file_rules)), has_file
 
 
 def _size(n: int) -> str:
@@ -360,27 +341,16 @@ def _scan_one(
         nlines = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
         kept: list[tuple[Any, ...]] = []
         suppressed = 0
-        if hits:
-            if "xlaport:" in text:
-                per_line, file_rules, has_file = _suppressions(text)
-            else:
-                per_line, file_rules, has_file = {}, frozenset(), False
-            src_lines = text.splitlines()
-            for h in hits:
-                rid, line = h[0], h[1]
-                if rid in ignored:
-                    suppressed += 1
-                    continue
-                if has_file and (file_rules is None or rid in file_rules):
-                    suppressed += 1
-                    continue
-                if line in per_line:
-                    rules = per_line[line]
-                    if rules is None or rid in rules:
-                        suppressed += 1
-                        continue
-                snippet = src_lines[line - 1].strip()[:160] if 0 < line <= len(src_lines) else ""
-                kept.append((*h, snippet))
+        sup = suppress.read(text, kind, _KNOWN)
+        warnings += sup.warnings()
+        src_lines = text.splitlines()
+        for h in hits:
+            rid, line = h[0], h[1]
+            if rid in ignored or sup.silences(rid, line):
+                suppressed += 1
+                continue
+            snippet = src_lines[line - 1].strip()[:160] if 0 < line <= len(src_lines) else ""
+            kept.append((*h, snippet))
         return display, kept, warnings, nlines, len(data), suppressed, kind == "py", None
     except Exception as e:  # a bug in a rule must not stop a scan of 20,000 files
         return display, [], [], 0, len(data), 0, False, f"{type(e).__name__}: {e}"
@@ -401,13 +371,11 @@ def scan_source(text: str, path: str = "<snippet>.py") -> list[Finding]:
         hits = _cuda_source_hits(text)
     else:
         hits = _requirement_hits(text, kind)
-    per_line, file_rules, has_file = _suppressions(text) if "xlaport:" in text else ({}, frozenset(), False)
+    sup = suppress.read(text, kind, _KNOWN)
     lines = text.splitlines()
     out = []
     for h in hits:
-        if has_file and (file_rules is None or h[0] in file_rules):
-            continue
-        if h[1] in per_line and (per_line[h[1]] is None or h[0] in per_line[h[1]]):  # type: ignore[operator]
+        if sup.silences(h[0], h[1]):
             continue
         snippet = lines[h[1] - 1].strip()[:160] if 0 < h[1] <= len(lines) else ""
         out.append(_finding(path, (*h, snippet), ScanConfig()))
