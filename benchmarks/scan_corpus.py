@@ -1,21 +1,32 @@
-"""Precision and recall of ``xlaport scan`` on a labelled corpus of real PyTorch repositories.
+"""Precision and recall of ``xlaport scan`` on a labelled corpus of real PyTorch projects.
 
-    python benchmarks/scan_corpus.py                 # table per rule: tuning set, held-out set, all
+    python benchmarks/scan_corpus.py                 # table per rule for each set, then all
     python benchmarks/scan_corpus.py --misses        # also list the tuning set's false positives and negatives
+    python benchmarks/scan_corpus.py --set held-out-3 --misses   # one set's misses (spoils it as held out)
     python benchmarks/scan_corpus.py --json          # the numbers as JSON
 
-The corpus is ``benchmarks/scan_corpus/<repo>/`` (files at a pinned commit, ``LICENSE``, ``SOURCE.toml``,
-``labels.txt``; see its README for how the labels were made). A finding is scored per (file, line, rule):
-a true positive when a label of that rule is on that line, a false positive when there is none (lines
-labelled ``ambiguous`` for the rule count neither way), and each label no finding hits is a false negative.
+The corpus holds no one else's code. ``benchmarks/scan_corpus/manifest.toml`` names, for each project, a source
+distribution or wheel on the package index (PyPI) at a pinned version with its SHA-256 and the files scanned;
+``benchmarks/scan_corpus/<project>/labels.txt`` holds the labels (its first line names the package and version).
+The archives are downloaded into a cache (``$XLAPORT_CORPUS_CACHE``, else ``~/.cache/xlaport/scan_corpus``), checked
+against their hash, and the listed files extracted there. A finding is scored per (file, line, rule): a true
+positive when a label of that rule is on that line, a false positive when there is none (lines labelled
+``ambiguous`` for the rule count neither way), and each label no finding hits is a false negative.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import io
 import json
 import os
 import sys
+import tarfile
+import tomllib
+import urllib.error
+import urllib.request
+import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,10 +34,85 @@ from pathlib import Path
 from xlaport.scan import RULES, ScanConfig, scan
 
 CORPUS = Path(__file__).resolve().parent / "scan_corpus"
-#: held out in the first round of rule fixes; their misses were then fixed as classes in the second round
-HELD_OUT = ("vits", "fastchat", "liger_kernel")
-#: added after the second round, labelled before the scanner ran on them, not used to fix rules
-FRESH = ("whisper", "mingpt")
+MANIFEST = CORPUS / "manifest.toml"
+#: the sets, in the order they were added; each later set was labelled before the scanner ran on it
+SETS = ("tuning", "held-out-1", "held-out-2", "held-out-3", "held-out-4")
+
+
+class Offline(RuntimeError):
+    """The package index could not be reached (or served something else): the corpus cannot be scored."""
+
+
+def manifest() -> dict[str, dict[str, object]]:
+    """Project folder -> its entry (package, version, archive, url, sha256, files, kind, license, set)."""
+    raw = tomllib.loads(MANIFEST.read_text(encoding="utf-8"))
+    for name, e in raw.items():
+        missing = {"package", "version", "archive", "url", "sha256", "files", "set"} - set(e)
+        if missing or e["set"] not in SETS:
+            raise ValueError(f"{MANIFEST.name}: [{name}] lacks {sorted(missing)} or has an unknown set {e.get('set')!r}")
+    return raw
+
+
+def repos(which: str | None = None) -> list[str]:
+    """The project folders (of one set, or all)."""
+    return sorted(n for n, e in manifest().items() if which is None or e["set"] == which)
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("XLAPORT_CORPUS_CACHE") or Path.home() / ".cache" / "xlaport" / "scan_corpus")
+
+
+def _download(url: str, sha256: str, dest: Path) -> None:
+    try:
+        with urllib.request.urlopen(url, timeout=60) as r:  # noqa: S310 (a pinned https URL from the manifest)
+            data = r.read()
+    except (urllib.error.URLError, OSError, TimeoutError) as e:
+        raise Offline(f"cannot download {url.rsplit('/', 1)[-1]} from the package index ({e})") from None
+    got = hashlib.sha256(data).hexdigest()
+    if got != sha256:
+        raise Offline(f"{dest.name}: SHA-256 {got[:12]}… is not the manifest's {sha256[:12]}…")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_suffix(dest.suffix + ".part")
+    tmp.write_bytes(data)
+    tmp.replace(dest)
+
+
+def _members(archive: Path) -> dict[str, bytes]:
+    """Path inside the project (an sdist's top folder dropped) -> bytes, for every file of the archive."""
+    out: dict[str, bytes] = {}
+    if archive.name.endswith(".whl") or archive.suffix == ".zip":
+        with zipfile.ZipFile(archive) as z:
+            for n in z.namelist():
+                out[n] = z.read(n)
+        return out
+    with tarfile.open(archive) as t:
+        for m in t.getmembers():
+            fh = t.extractfile(m) if m.isfile() else None
+            if fh is not None and "/" in m.name:
+                out[m.name.split("/", 1)[1]] = fh.read()
+    return out
+
+
+def fetch(repo: str) -> Path:
+    """The folder holding ``repo``'s listed files, downloaded and extracted on first use; Offline if it cannot be."""
+    e = manifest()[repo]
+    root = cache_dir() / f"{e['package']}-{e['version']}"
+    files = [str(f) for f in e["files"]]  # type: ignore[attr-defined]
+    stamp = root / ".sha256"
+    if stamp.is_file() and stamp.read_text() == e["sha256"] and all((root / f).is_file() for f in files):
+        return root
+    archive = cache_dir() / "archives" / str(e["archive"])
+    if not archive.is_file() or hashlib.sha256(archive.read_bytes()).hexdigest() != e["sha256"]:
+        _download(str(e["url"]), str(e["sha256"]), archive)
+    members = _members(archive)
+    for f in files:
+        if f not in members:
+            raise ValueError(f"{repo}: {f} is not in {archive.name}")
+        (root / f).parent.mkdir(parents=True, exist_ok=True)
+        (root / f).write_bytes(members[f])
+    stamp.write_text(str(e["sha256"]))
+    return root
+
 
 Key = tuple[str, int, str]  # (file relative to the repository folder, line, rule)
 
@@ -37,16 +123,19 @@ class Labels:
     ambiguous: set[Key] = field(default_factory=set)
 
 
-def repos() -> list[str]:
-    return sorted(p.name for p in CORPUS.iterdir() if (p / "labels.txt").is_file())
-
-
 def load_labels(repo: str) -> Labels:
-    """The labels of one repository folder; ValueError on a malformed line or an unknown rule."""
+    """The labels of one project; ValueError on a malformed line, an unknown rule, a file the manifest does not
+    list, or a first line that does not name the manifest's package and version."""
     ids = {r.id for r in RULES}
+    e = manifest()[repo]
+    listed = {str(f) for f in e["files"]}  # type: ignore[attr-defined]
     out = Labels()
     path = CORPUS / repo / "labels.txt"
-    for n, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    text_lines = path.read_text(encoding="utf-8").splitlines()
+    pin = f"{e['package']}=={e['version']}"
+    if not text_lines or not text_lines[0].startswith(f"# package: {pin} "):
+        raise ValueError(f"{path}:1: the first line must name the package, '# package: {pin} ...'")
+    for n, raw in enumerate(text_lines, 1):
         text = raw.split("--", 1)[0].strip()
         if not text or text.startswith("#"):
             continue
@@ -55,21 +144,22 @@ def load_labels(repo: str) -> Labels:
         file, _, line = loc.rpartition(":")
         if not file or not line.isdigit() or rule not in ids or parts[2:] not in ([], ["ambiguous"]):
             raise ValueError(f"{path}:{n}: cannot read label {raw!r}")
-        if not (CORPUS / repo / file).is_file():
-            raise ValueError(f"{path}:{n}: no file {file} in {repo}")
+        if file not in listed:
+            raise ValueError(f"{path}:{n}: {file} is not among the files the manifest lists for {repo}")
         (out.ambiguous if parts[2:] else out.must).add((file, int(line), rule))
     return out
 
 
 def findings(repo: str) -> set[Key]:
-    """(file, line, rule) of every finding of a scan of one repository folder."""
-    root = CORPUS / repo
+    """(file, line, rule) of every finding of a scan of one project's files."""
+    root = fetch(repo)
     res = scan(root, config=ScanConfig(), jobs=1)
     if res.internal_errors:
         raise RuntimeError(f"internal errors scanning {repo}: {res.internal_errors}")
     out = set()
     for f in res.findings:
-        rel = Path(os.path.relpath(os.path.abspath(f.path), root)).as_posix()
+        shown = Path(f.path)  # relative to the working directory where the scanned folder is under it, else to the folder
+        rel = shown.as_posix() if (root / shown).is_file() else Path(os.path.relpath(shown.resolve(), root)).as_posix()
         out.add((rel, f.line, f.rule))
     return out
 
@@ -152,31 +242,26 @@ def table(title: str, s: Score) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--misses", action="store_true", help="list the tuning set's false positives and negatives")
-    p.add_argument(
-        "--misses-held-out", action="store_true", help="also list the held-out sets' (spoils them for rule fixing)"
-    )
+    p.add_argument("--set", choices=SETS, help="score one set only")
+    p.add_argument("--misses", action="store_true", help="list the false positives and negatives (of --set, else of "
+                   "the tuning set; listing a held-out set's spoils it for rule fixing)")
     p.add_argument("--json", action="store_true", help="print the scores as JSON")
     args = p.parse_args(argv)
-    names = repos()
-    tuning = [r for r in names if r not in HELD_OUT and r not in FRESH]
-    held = [r for r in names if r in HELD_OUT]
-    fresh = [r for r in names if r in FRESH]
-    scores = {
-        "tuning": evaluate(tuning),
-        "held_out": evaluate(held),
-        "fresh": evaluate(fresh),
-        "all": evaluate(names),
-    }
+    try:
+        sets = {k: repos(k) for k in ([args.set] if args.set else SETS)}
+        scores = {k: evaluate(v) for k, v in sets.items() if v}
+        if not args.set:
+            scores["all"] = evaluate(repos())
+    except Offline as e:
+        print(f"scan corpus: {e}", file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps({k: v.as_dict() for k, v in scores.items()}, indent=2))
         return 0
-    print(table(f"tuning set ({', '.join(tuning)})", scores["tuning"]))
-    print(table(f"held-out set, first round ({', '.join(held)})", scores["held_out"]))
-    print(table(f"held-out set, fresh ({', '.join(fresh)})", scores["fresh"]))
-    print(table("all", scores["all"]))
-    if args.misses or args.misses_held_out:
-        s = scores["all"] if args.misses_held_out else scores["tuning"]
+    for k, s in scores.items():
+        print(table("all" if k == "all" else f"{k} ({', '.join(sets[k])})", s))
+    if args.misses:
+        s = scores[args.set or "tuning"]
         for kind, rows in (("false positive", s.false_positives), ("false negative", s.false_negatives)):
             for repo, (file, line, rule) in sorted(rows):
                 print(f"{kind}: {repo}/{file}:{line} {rule}")
