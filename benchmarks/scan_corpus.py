@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import io
 import json
 import os
 import sys
@@ -64,7 +63,7 @@ def cache_dir() -> Path:
 
 def _download(url: str, sha256: str, dest: Path) -> None:
     try:
-        with urllib.request.urlopen(url, timeout=60) as r:  # noqa: S310 (a pinned https URL from the manifest)
+        with urllib.request.urlopen(url, timeout=60) as r:
             data = r.read()
     except (urllib.error.URLError, OSError, TimeoutError) as e:
         raise Offline(f"cannot download {url.rsplit('/', 1)[-1]} from the package index ({e})") from None

@@ -229,3 +229,39 @@ def test_a_host_tensor_indexed_in_a_loop_is_no_device_view() -> None:
     src = "import torch\ndef fin(lp: torch.Tensor):\n    lp = lp.cpu()\n    for i in range(4):\n        x = lp[i]\n"
     assert _hits(src, "view-offset-in-loop") == []
     assert _hits(src.replace("    lp = lp.cpu()\n", ""), "view-offset-in-loop") == [4]
+
+
+# Classes the fourth held-out set (open-clip-torch, timm, torchtune) exposed, fixed as classes; each test fails on
+# the scanner before the fix.
+def test_a_torch_module_bound_to_a_name_is_followed_through_it() -> None:
+    src = (
+        "import torch\ndef it(self):\n    device_mod = None\n    if self.is_cuda:\n        device_mod = torch.cuda\n"
+        "    s = device_mod.Stream(device=self.device)\n    c = device_mod.current_stream()\n"
+    )
+    assert _hits(src, "cuda-api") == [5]  # the binding is the line to port
+    assert _hits(src, "cuda-streams") == [6, 7]
+    rebound = src.replace("    s = device_mod", "    device_mod = object()\n    s = device_mod")
+    assert _hits(rebound, "cuda-streams") == []  # rebound to something else: no longer torch.cuda
+
+
+def test_a_name_bound_by_a_conditional_expression_is_followed() -> None:
+    src = (
+        "import torch\nfrom torch import autocast\nfrom contextlib import nullcontext\n"
+        "def main(opt, model, x):\n    scope = autocast if opt.precision == 'autocast' else nullcontext\n"
+        "    with scope('cuda'):\n        return model(x)\n"
+    )
+    assert _hits(src, "cuda-amp") == [6]
+
+
+def test_nccl_assigned_to_an_attribute_or_in_a_table_of_backends() -> None:
+    attr = "import torch.distributed as dist\ndef main(args):\n    args.dist_backend = 'nccl'\n"
+    assert _hits(attr + "    dist.init_process_group(backend=args.dist_backend)\n", "nccl-backend") == [3]
+    table = "def init(t):\n    backends = {'xpu': 'ccl', 'cuda': 'nccl'}\n    return backends.get(t, 'gloo')\n"
+    assert _hits(table, "nccl-backend") == [2]
+    assert _hits("m = {'hint': 'set nccl here'}\n", "nccl-backend") == []  # words, not a backend
+
+
+def test_a_device_or_backend_chosen_as_a_lookup_default() -> None:
+    assert _hits("def f(args):\n    return setup(device=getattr(args, 'device', 'cuda'))\n", "cuda-device") == [2]
+    assert _hits("def f(cfg):\n    return cfg.get('dist_backend', 'nccl')\n", "nccl-backend") == [2]
+    assert _hits("def f(args):\n    return getattr(args, 'name', 'cuda')\n", "cuda-device") == []

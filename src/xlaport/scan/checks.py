@@ -215,6 +215,10 @@ def cuda_device_call(w: Walker, node: ast.Call) -> None:
         s = device_string(d)
         if d is not None and s:
             w.hit("cuda-device", d, f'argparse default "{s}" for the device{_DEVICE_ON_HOST}', detail=s)
+    got = _default_of(node) if attr in _LOOKUPS else None  # getattr(args, "device", "cuda")
+    s = device_string(got[1]) if got is not None and "device" in got[0] else None
+    if got is not None and s:
+        w.hit("cuda-device", got[1], f'default "{s}" for `{got[0]}`{_DEVICE_ON_HOST}', detail=s)
 
 
 _NEW_SHAPE = ": on TPU/Trainium a host sync, and one new compiled program per count"
@@ -417,6 +421,20 @@ def cuda_api_name(w: Walker, node: ast.Attribute) -> None:
         _cuda_api(w, node, q, False)
 
 
+@check("cuda-api", ast.Assign, ast.AnnAssign)
+def cuda_module_bound(w: Walker, node: Any) -> None:
+    """``device_mod = torch.cuda``: the file reaches CUDA's runtime through another name from here on."""
+    value = getattr(node, "value", None)
+    if value is not None and w.torch_path(value) == "torch.cuda":
+        names = ", ".join(ast.unparse(t) for t in w.assign_targets(node))
+        w.hit(
+            "cuda-api",
+            node,
+            f"`{names} = torch.cuda`: calls through `{names}` reach CUDA's runtime, which is not there",
+            detail="torch.cuda",
+        )
+
+
 # --------------------------------------------------------------------------- cuda-streams
 def _cuda_streams(w: Walker, node: ast.AST, q: str, called: bool) -> None:
     head = _torch_cuda_head(q)
@@ -472,6 +490,9 @@ def nccl_call(w: Walker, node: ast.Call) -> None:
         d = _argparse_default(node, "backend")
         if d is not None and nccl_string(d):
             w.hit("nccl-backend", d, f'argparse default "nccl" for the backend{_NCCL_ON_HOST}', detail="nccl")
+    got = _default_of(node) if w.attr in _LOOKUPS else None  # getattr(args, "dist_backend", "nccl")
+    if got is not None and "backend" in got[0] and nccl_string(got[1]):
+        w.hit("nccl-backend", got[1], f'default "nccl" for `{got[0]}`{_NCCL_ON_HOST}', detail="nccl")
 
 
 _NCCL_ON_HOST = ": on a TPU VM or Trainium host init_process_group raises (NCCL needs CUDA devices)"
@@ -489,9 +510,37 @@ def _nccl_arg(w: Walker, a: ast.AST, what: str) -> None:
 
 @check("nccl-backend", ast.Dict)
 def nccl_dict(w: Walker, node: ast.Dict) -> None:
+    """``{"backend": "nccl"}``, and a table of backends per device type: ``{"cuda": "nccl", "xpu": "ccl"}``."""
     for k, v in zip(node.keys, node.values):
-        if isinstance(k, ast.Constant) and isinstance(k.value, str) and "backend" in k.value.lower() and nccl_string(v):
-            w.hit("nccl-backend", v, f'config "{k.value}": "nccl"{_NCCL_ON_HOST}', detail="nccl")
+        key = k.value.lower() if isinstance(k, ast.Constant) and isinstance(k.value, str) else ""
+        if ("backend" in key and nccl_string(v)) or (key and _exact_nccl(v)):
+            w.hit("nccl-backend", v, f'config "{k.value}": "nccl"{_NCCL_ON_HOST}', detail="nccl")  # type: ignore[union-attr]
+
+
+def _exact_nccl(e: ast.AST | None) -> bool:
+    """The string is a backend spec naming NCCL (``"nccl"``, ``"cpu:gloo,cuda:nccl"``), not a sentence."""
+    if e is None or e.__class__ is not ast.Constant or not isinstance(e.value, str):
+        return False
+    return re.fullmatch(r"(?:[a-z]+:[a-z]+,)*(?:cuda:)?nccl(?:,[a-z]+:[a-z]+)*", e.value.lower()) is not None
+
+
+_LOOKUPS = frozenset({"getattr", "get", "getenv"})
+
+
+def _default_of(node: ast.Call) -> tuple[str, ast.AST] | None:
+    """(key, default) of ``getattr(obj, "key", default)`` and ``mapping.get("key", default)``, else None."""
+    f = node.func
+    if f.__class__ is ast.Name and f.id == "getattr" and len(node.args) == 3:
+        key, d = node.args[1], node.args[2]
+    elif f.__class__ is ast.Attribute and f.attr in ("get", "getenv") and len(node.args) == 2:
+        key, d = node.args
+    else:
+        return None
+    if key.__class__ is ast.Constant and isinstance(key.value, str):
+        return key.value.lower(), d
+    return None
+
+
 
 
 @check("nccl-backend", ast.Attribute)
@@ -503,9 +552,14 @@ def nccl_name(w: Walker, node: ast.Attribute) -> None:
 
 @check("nccl-backend", ast.Assign, ast.AnnAssign)
 def nccl_assign(w: Walker, node: Any) -> None:
+    """``backend = "nccl"``, and the same on an attribute or a key: ``args.dist_backend = "nccl"``."""
     for t in w.assign_targets(node):
-        if t.__class__ is ast.Name and "backend" in t.id.lower() and nccl_string(node.value):
-            w.hit("nccl-backend", node.value, f'`{t.id} = "nccl"`{_NCCL_ON_HOST}', detail="nccl")
+        name = t.id if t.__class__ is ast.Name else t.attr if t.__class__ is ast.Attribute else ""
+        if t.__class__ is ast.Subscript and t.slice.__class__ is ast.Constant and isinstance(t.slice.value, str):
+            name = t.slice.value
+        if "backend" in name.lower() and nccl_string(node.value):
+            shown = name if t.__class__ is ast.Name else ast.unparse(t)
+            w.hit("nccl-backend", node.value, f'`{shown} = "nccl"`{_NCCL_ON_HOST}', detail="nccl")
 
 
 @check("nccl-backend", DEFAULTS)

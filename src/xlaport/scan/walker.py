@@ -235,6 +235,9 @@ class Walker:
         #: id of a loop statement -> names of Python lists that grow in its body (``ids.append(t)``)
         self._grown: dict[int, frozenset[str]] = {}
         self.aliases: dict[str, str] = {}
+        #: names the file binds to a torch path by assignment (``device_mod = torch.cuda``, ``scope = autocast if
+        #: ... else nullcontext``), so that a later rebinding to something else drops the alias again
+        self._assigned_aliases: set[str] = set()
         self.module = _Scope()
         self.scope = self.module
         self.self_tensors: set[str] = set()
@@ -666,6 +669,7 @@ class Walker:
             for t in targets:
                 self._bind(t, tensor or mask, mask, guessed)
                 if t.__class__ is ast.Name:
+                    self._bind_alias(t.id, value)
                     if host:
                         scope.host[t.id] = scope.loops
                     else:
@@ -687,6 +691,27 @@ class Walker:
         for t in targets:
             if t.__class__ is not ast.Name:
                 self.visit(t)
+
+    def torch_path(self, e: ast.AST) -> str | None:
+        """The torch path an expression names (``torch.cuda``, an imported ``autocast``), through the branches of a
+        conditional expression (the first that names one), or None."""
+        if e.__class__ is ast.IfExp:
+            return self.torch_path(e.body) or self.torch_path(e.orelse)
+        if e.__class__ in (ast.Name, ast.Attribute) and self._pure_chain(e):
+            q = self.dotted(e)
+            if q is not None and (q == "torch" or q.startswith("torch.")):
+                return q
+        return None
+
+    def _bind_alias(self, name: str, value: ast.AST) -> None:
+        """``name = torch.cuda`` (or ``= autocast if ... else nullcontext``) makes ``name.X`` read as the torch path."""
+        q = self.torch_path(value)
+        if q is not None:
+            self.aliases[name] = q
+            self._assigned_aliases.add(name)
+        elif name in self._assigned_aliases:
+            self.aliases.pop(name, None)
+            self._assigned_aliases.discard(name)
 
     # ------------------------------------------------------------------ loops
     @staticmethod
