@@ -48,7 +48,9 @@ def manifest() -> dict[str, dict[str, object]]:
     for name, e in raw.items():
         missing = {"package", "version", "archive", "url", "sha256", "files", "set"} - set(e)
         if missing or e["set"] not in SETS:
-            raise ValueError(f"{MANIFEST.name}: [{name}] lacks {sorted(missing)} or has an unknown set {e.get('set')!r}")
+            raise ValueError(
+                f"{MANIFEST.name}: [{name}] lacks {sorted(missing)} or has an unknown set {e.get('set')!r}"
+            )
     return raw
 
 
@@ -157,7 +159,9 @@ def findings(repo: str) -> set[Key]:
         raise RuntimeError(f"internal errors scanning {repo}: {res.internal_errors}")
     out = set()
     for f in res.findings:
-        shown = Path(f.path)  # relative to the working directory where the scanned folder is under it, else to the folder
+        shown = Path(
+            f.path
+        )  # relative to the working directory where the scanned folder is under it, else to the folder
         rel = shown.as_posix() if (root / shown).is_file() else Path(os.path.relpath(shown.resolve(), root)).as_posix()
         out.add((rel, f.line, f.rule))
     return out
@@ -242,8 +246,12 @@ def table(title: str, s: Score) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--set", choices=SETS, help="score one set only")
-    p.add_argument("--misses", action="store_true", help="list the false positives and negatives (of --set, else of "
-                   "the tuning set; listing a held-out set's spoils it for rule fixing)")
+    p.add_argument(
+        "--misses",
+        action="store_true",
+        help="list the false positives and negatives (of --set, else of "
+        "the tuning set; listing a held-out set's spoils it for rule fixing)",
+    )
     p.add_argument("--json", action="store_true", help="print the scores as JSON")
     args = p.parse_args(argv)
     try:

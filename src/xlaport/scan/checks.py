@@ -541,8 +541,6 @@ def _default_of(node: ast.Call) -> tuple[str, ast.AST] | None:
     return None
 
 
-
-
 @check("nccl-backend", ast.Attribute)
 def nccl_name(w: Walker, node: ast.Attribute) -> None:
     q = w.q
