@@ -265,3 +265,43 @@ def test_a_device_or_backend_chosen_as_a_lookup_default() -> None:
     assert _hits("def f(args):\n    return setup(device=getattr(args, 'device', 'cuda'))\n", "cuda-device") == [2]
     assert _hits("def f(cfg):\n    return cfg.get('dist_backend', 'nccl')\n", "nccl-backend") == [2]
     assert _hits("def f(args):\n    return getattr(args, 'name', 'cuda')\n", "cuda-device") == []
+
+
+def test_a_device_module_chosen_per_branch_keeps_its_cuda_calls() -> None:
+    src = (
+        "import torch\ndef it(self):\n    device_mod = None\n    if self.is_cuda:\n        device_mod = torch.cuda\n"
+        "    elif self.is_npu:\n        device_mod = torch.npu\n    s = device_mod.Stream()\n"
+    )
+    assert _hits(src, "cuda-streams") == [8]
+
+
+# Classes the third held-out set (stable-baselines3, pytorch-tabnet, auto-gptq, basicsr) exposed.
+def test_a_sync_in_a_method_the_step_loop_calls_is_a_sync_per_step() -> None:
+    src = (
+        "class M:\n    def fit(self, loader):\n        for X, y in enumerate(loader):\n            self._step(X, y)\n"
+        "    def _step(self, X, y):\n        loss = self.net(X).sum()\n        return loss.cpu().detach().numpy().item()\n"
+        "    def report(self, x):\n        return x.item()\n"
+    )
+    assert _hits(src, "host-sync-in-loop") == [7]  # report() is called from no loop: nothing there
+    from xlaport.scan import scan_source
+
+    (f,) = [f for f in scan_source(src) if f.rule == "host-sync-in-loop"]
+    assert "the loop on line 4 calls" in f.message
+    once = src.replace(
+        "        for X, y in enumerate(loader):\n            self._step(X, y)\n", "        self._step(1, 2)\n"
+    )
+    assert _hits(once, "host-sync-in-loop") == []
+
+
+def test_a_modules_parameter_is_a_tensor() -> None:
+    src = "import torch\ndef q(self, n):\n    W = self.layer.weight.data.clone()\n    for i in range(n):\n        w = W[:, i]\n"
+    assert _hits(src, "view-offset-in-loop") == [5]
+
+
+def test_a_tensor_made_without_a_device_is_in_host_memory() -> None:
+    src = (
+        "import torch\ndef collate(batch, n):\n    t = torch.zeros((n, 3), dtype=torch.uint8)\n"
+        "    for i in range(n):\n        t[i].copy_(batch[i])\n"
+    )
+    assert _hits(src, "view-offset-in-loop") == []
+    assert _hits(src.replace("dtype=torch.uint8)", "dtype=torch.uint8, device='xla')"), "view-offset-in-loop") == [5]

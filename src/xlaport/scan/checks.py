@@ -739,14 +739,15 @@ def variable_length_batch(w: Walker, node: ast.Call) -> None:
 # --------------------------------------------------------------------------- host-sync-in-loop
 @check("host-sync-in-loop", ast.Call, attrs={*_SYNC_METHODS, "print", *_SYNC_BUILTINS})
 def host_sync_in_loop(w: Walker, node: ast.Call) -> None:
-    if w.scope.loops <= 0:
+    if w.scope.loops <= 0 and not w.scope.per_iteration:
         return
     attr, fcls = w.attr, node.func.__class__
     if attr in _SYNC_METHODS and fcls is ast.Attribute and not node.args:
         since = w.host_since(node.func.value)  # type: ignore[attr-defined]
         if since is not None and since < w.scope.loops:
             return  # `e.numpy()` for `e` in `t.cpu()`: copied to the host before the loop, nothing to wait for
-        w.hit("host-sync-in-loop", node, f"`.{attr}()` in a loop waits for the device every iteration{_SYNC}")
+        where = "in a loop" if w.scope.loops > 0 else f"in a function the loop on line {w.scope.per_iteration} calls"
+        w.hit("host-sync-in-loop", node, f"`.{attr}()` {where} waits for the device every iteration{_SYNC}")
     elif fcls is ast.Name and attr == "print":
         for a in node.args:
             if _prints_tensor(w, a):

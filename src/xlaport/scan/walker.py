@@ -180,12 +180,18 @@ class _Scope:
         "loops",
         "masks",
         "params",
+        "per_iteration",
+        "step_loops",
         "strings",
         "tensors",
     )
 
     def __init__(self) -> None:
         self.tensors: set[str] = set()
+        #: how many enclosing loops iterate over a data loader (``for x, y in loader``): one step each
+        self.step_loops = 0
+        #: for a function a loop over a data loader in this file calls every step, the line of that call
+        self.per_iteration = 0
         #: the names in ``tensors`` known as tensors only from a name's spelling (``for x, y in loader``,
         #: ``out = model(x)``, a parameter named ``sigmas``), with that name (``loader``, ``model``, ``sigmas``)
         self.guessed: dict[str, str] = {}
@@ -251,6 +257,10 @@ class Walker:
         self.tensor_args: dict[str, set[int | str]] = {}
         self._defs: list[ast.AST] = []
         self._rewalk: dict[int, set[str]] = {}
+        #: names of the functions and methods (``self.name(...)``) a loop over a data loader calls, with the line
+        self.loop_calls: dict[str, int] = {}
+        #: id of a function walked again as one called every step -> the line of the call
+        self._per_iteration: dict[int, int] = {}
         self._seen: set[tuple[str, int, int]] = set()
         self._checks = CHECKS
         self._handlers: dict[type, Any] = {
@@ -458,6 +468,9 @@ class Walker:
             if e.attr in _TENSOR_ATTRS:  # type: ignore[attr-defined]
                 return self.is_tensor(e.value, depth + 1)  # type: ignore[attr-defined]
             v = e.value  # type: ignore[attr-defined]
+            if e.attr in _PARAMETERS and v.__class__ is ast.Attribute:  # type: ignore[attr-defined]
+                self.guess = e.attr  # type: ignore[attr-defined]
+                return True  # `self.layer.weight`: a module's parameter
             return v.__class__ is ast.Name and v.id == "self" and e.attr in self.self_tensors  # type: ignore[attr-defined]
         if c is ast.Compare:
             return self._tensor_compare(e, depth)  # type: ignore[arg-type]
@@ -512,6 +525,8 @@ class Walker:
                 if f.attr in _KEEPS_PLACE:
                     return self.on_host(f.value)
             q = self.dotted(f)
+            if q in _HOST_FACTORIES and not any(k.arg == "device" for k in e.keywords):  # type: ignore[attr-defined]
+                return True  # `torch.zeros(shape)` with no device: made in host memory
             return q is not None and q.startswith(("numpy.", "np."))
         return False
 
@@ -617,6 +632,8 @@ class Walker:
         fcls = func.__class__
         self.q = self.dotted(func) if fcls in (ast.Name, ast.Attribute) else None
         self.attr = func.attr if fcls is ast.Attribute else (func.id if fcls is ast.Name else "")  # type: ignore[attr-defined]
+        if self.scope.step_loops and self.attr and (fcls is ast.Name or _on_self(func)):
+            self.loop_calls.setdefault(self.attr, node.lineno)
         for fn in self._call_any:
             self.guess = ""
             fn(self, node)
@@ -707,6 +724,9 @@ class Walker:
         """``name = torch.cuda`` (or ``= autocast if ... else nullcontext``) makes ``name.X`` read as the torch path."""
         q = self.torch_path(value)
         if q is not None:
+            held = self.aliases.get(name, "") if name in self._assigned_aliases else ""
+            if held.startswith("torch.cuda") and not q.startswith("torch.cuda"):
+                return  # `if cuda: m = torch.cuda` / `elif npu: m = torch.npu`: either may hold, CUDA's must be ported
             self.aliases[name] = q
             self._assigned_aliases.add(name)
         elif name in self._assigned_aliases:
@@ -741,7 +761,9 @@ class Walker:
             else:
                 s.guessed.pop(n, None)
         self._bind_host(names, it)
+        step = any(_LOADER.search(n) for n in _identifiers(it))
         s.loops += 1
+        s.step_loops += step
         s.loop_vars.append(names)
         s.fresh.append(set(names))
         s.loop_nodes.append(node)
@@ -749,6 +771,7 @@ class Walker:
         s.loop_nodes.pop()
         s.fresh.pop()
         s.loop_vars.pop()
+        s.step_loops -= step
         s.loops -= 1
         self.visit_all(node.orelse)
 
@@ -783,7 +806,7 @@ class Walker:
 
     # ------------------------------------------------------------------ functions
     def v_function(self, node: ast.AST) -> None:
-        if id(node) not in self._rewalk:
+        if id(node) not in self._rewalk and id(node) not in self._per_iteration:
             self._defs.append(node)
         self.run_checks(node)
         decos = node.decorator_list  # type: ignore[attr-defined]
@@ -794,6 +817,7 @@ class Walker:
             self.visit(node.returns)  # type: ignore[attr-defined]
         outer = self.scope
         inner = _Scope()
+        inner.per_iteration = self._per_iteration.get(id(node), 0)
         every = [*args.posonlyargs, *args.args, *args.kwonlyargs]
         every += [x for x in (args.vararg, args.kwarg) if x is not None]
         extra = self._rewalk.get(id(node), set())
@@ -836,6 +860,32 @@ _HOST_METHODS = frozenset({"cpu", "numpy", "tolist"})
 _KEEPS_PLACE = frozenset({"float", "double", "half", "long", "int", "bool", "detach", "clone", "contiguous", "squeeze"})
 _GROW_METHODS = frozenset({"append", "extend", "insert"})
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+#: torch factories that, given no ``device=``, make their tensor in host memory
+_HOST_FACTORIES = frozenset(
+    f"torch.{n}"
+    for n in ("zeros", "ones", "empty", "full", "tensor", "as_tensor", "arange", "from_numpy", "randn", "rand")
+)
+#: attributes that name a module's parameters (``self.layer.weight``), read off another attribute
+_PARAMETERS = frozenset({"weight", "bias"})
+
+
+def _identifiers(e: ast.AST) -> list[str]:
+    """The names and attribute names in an expression (``enumerate(self.train_loader)``: enumerate, self,
+    train_loader)."""
+    out = []
+    for n in ast.walk(e):
+        if isinstance(n, ast.Name):
+            out.append(n.id)
+        elif isinstance(n, ast.Attribute):
+            out.append(n.attr)
+    return out
+
+
+def _on_self(func: ast.AST) -> bool:
+    """``self.name`` or ``cls.name``: a method of the class being defined."""
+    return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls")
 
 
 def _cpu_device(e: ast.AST) -> bool:
@@ -951,4 +1001,10 @@ def analyse(tree: ast.AST, own_packages: frozenset[str] = frozenset()) -> list[H
             w._rewalk[id(fn)] = params
             w.scope = w.module
             w.visit(fn)
+    # a function a loop over a data loader calls every step (``self._train_batch(X, y)``): its host syncs are
+    # per step too, so it is walked once more as if inside that loop (only host-sync-in-loop reads this)
+    for fn in [f for f in w._defs if f.name in w.loop_calls]:  # type: ignore[attr-defined]
+        w._per_iteration[id(fn)] = w.loop_calls[fn.name]  # type: ignore[attr-defined]
+        w.scope = w.module
+        w.visit(fn)
     return w.hits
