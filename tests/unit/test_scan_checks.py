@@ -259,6 +259,8 @@ def test_nccl_assigned_to_an_attribute_or_in_a_table_of_backends() -> None:
     table = "def init(t):\n    backends = {'xpu': 'ccl', 'cuda': 'nccl'}\n    return backends.get(t, 'gloo')\n"
     assert _hits(table, "nccl-backend") == [2]
     assert _hits("m = {'hint': 'set nccl here'}\n", "nccl-backend") == []  # words, not a backend
+    ported = "BACKENDS = {'tpu': 'tpu_dist', 'neuron': 'neuron', 'cuda': 'nccl', 'cpu': 'gloo'}\n"
+    assert _hits(ported, "nccl-backend") == []  # the table already names TPU's and Trainium's backends
 
 
 def test_a_device_or_backend_chosen_as_a_lookup_default() -> None:
