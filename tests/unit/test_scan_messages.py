@@ -6,7 +6,7 @@ import warnings
 
 import pytest
 
-from xlaport.scan.checks import CUDA_ON_HOST, cuda_on_host
+from xlaport.scan.rules.cuda_api import CUDA_ON_HOST, cuda_on_host
 
 torch = pytest.importorskip("torch")
 

@@ -40,6 +40,11 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--progress", action="store_true", help="show a progress bar even when stderr is not a terminal")
     p.add_argument("--rules", action="store_true", help="list the rules (id, severity, why, fix, chapter) and exit")
     p.add_argument(
+        "--explain",
+        metavar="RULE",
+        help="print what RULE finds, why, the fix, an example of each side and its chapters, and exit",
+    )
+    p.add_argument(
         "--baseline",
         metavar="FILE",
         help="report only findings not in this baseline (matched by rule, file and code text, not line number)",
@@ -64,6 +69,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.rules:
         _print_rules()
+        return 0
+    if args.explain is not None:
+        from ..scan import rule
+
+        print(rule(args.explain).explain())
         return 0
     if not args.paths:
         raise ValueError("give at least one file or folder to scan (or --rules to list the rules)")

@@ -11,6 +11,7 @@ page / module       rendered from                               query API
 ``api_mapping``     ``data/api_mapping.toml`` + API surface     :mod:`xlaport.reference.api_mapping`
 ``op_coverage``     ``data/torch_tpu-0.2.0-ops.json`` and more  :mod:`xlaport.ops`
 ``hardware``        ``data/hardware.toml``                      :mod:`xlaport.cost`
+``scan_rules``      the scanner's rule modules                  :mod:`xlaport.scan.rules`
 ==================  =========================================  ======================================
 
 The site's extension (``_ext/xlaport_site/generated.py``) writes each to ``book/generated/<page>.md`` when the
@@ -24,7 +25,7 @@ from importlib import resources
 
 __all__ = ["PAGES", "data_text", "render"]
 
-PAGES: tuple[str, ...] = ("target_rules", "api_mapping", "op_coverage", "hardware", "kernel_concepts")
+PAGES: tuple[str, ...] = ("target_rules", "api_mapping", "op_coverage", "hardware", "kernel_concepts", "scan_rules")
 
 
 def data_text(name: str) -> str:

@@ -6,15 +6,17 @@
 >>> res.reaches("error")                        # what `xlaport scan --fail-on error` exits 1 on
 >>> res.to_sarif()                              # SARIF 2.1.0 for GitHub code scanning
 
-Modules: :mod:`~xlaport.scan.rules` (the rules as data: id, severity, why, fix, chapter),
-:mod:`~xlaport.scan.walker` (one walk of each syntax tree, keeping the context the checks need),
-:mod:`~xlaport.scan.checks` (one function per rule per node type, registered with ``walker.check``),
-:mod:`~xlaport.scan.engine` (files, parallel scan, never crashes on what it reads),
-:mod:`~xlaport.scan.suppress` (``# xlaport: ignore`` comments, read from comment tokens only),
+Modules, from the rules down: :mod:`~xlaport.scan.rules` (one module per rule: its id, severity, why, fix,
+chapter, examples and checks; ``xlaport scan --explain RULE``), :mod:`~xlaport.scan.rule` (what a rule is),
+:mod:`~xlaport.scan.registry` (where checks register, and the :class:`~xlaport.scan.registry.Hit` they report),
+:mod:`~xlaport.scan.walker` (one walk of each syntax tree, calling the checks), :mod:`~xlaport.scan.semantic`
+(imports and aliases, scopes, the tensor and host inference the checks judge by), :mod:`~xlaport.scan.engine`
+(parallel scan of files, never crashes on what it reads), :mod:`~xlaport.scan.files` (which files, of what kind),
+:mod:`~xlaport.scan.suppress` (``# xlaport: ignore`` comments, from comment tokens only),
 :mod:`~xlaport.scan.config` (``[tool.xlaport]`` in the scanned project's ``pyproject.toml``),
 :mod:`~xlaport.scan.output` (table, JSON, SARIF, markdown), :mod:`~xlaport.scan.baseline` (accepted findings,
-matched by rule, file and code text), :mod:`~xlaport.scan.ci` (the pull-request check behind ``action.yml``). Torch-free: nothing here imports torch or
-the scanned code.
+matched by rule, file and code text), :mod:`~xlaport.scan.ci` (the pull-request check behind ``action.yml``).
+Torch-free: nothing here imports torch or the scanned code.
 """
 
 from __future__ import annotations

@@ -16,48 +16,28 @@ import stat
 import sys
 import time
 import tokenize
-import tomllib
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from . import suppress
-from .checks import dependency_advice
 from .config import FAIL_LEVELS, ScanConfig, find_pyproject, load_config
+from .files import SKIP_DIRS, display_name, kind_of, own_packages, walk
+from .registry import FILE_CHECKS, Hit
 from .rules import RULES, mapping_fix, rule, rule_ids, severity_rank
-from .walker import Hit, analyse
+from .rules.syntax_error import from_syntax_error
+from .walker import analyse
 
 _KNOWN = frozenset(rule_ids())  # rule ids a suppression comment may name
 
 __all__ = ["Finding", "ScanWarning", "ScanResult", "scan", "scan_source", "SKIP_DIRS"]
 
 # Folders never entered below a scanned root (a root itself is always scanned).
-SKIP_DIRS = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        "__pycache__",
-        ".venv",
-        "venv",
-        ".tox",
-        ".nox",
-        ".mypy_cache",
-        ".pytest_cache",
-        ".ruff_cache",
-        "node_modules",
-        ".ipynb_checkpoints",
-        "site-packages",
-    }
-)
 _PARALLEL_MIN_FILES = 128
 _BATCH = 24
-_PY2 = re.compile(r"^\s*(print\s+[\"'\w]|exec\s+[\"'\w]|except\s+[\w.]+\s*,\s*\w+\s*:)", re.M)
-_GLOBAL = re.compile(r"__global__")
 _COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.M)
-_REQ = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
 @dataclass(frozen=True)
@@ -185,7 +165,7 @@ class ScanResult:
 
 
 # --------------------------------------------------------------------------- per file
-_Outcome = tuple[str, list[tuple[Any, ...]], list[str], int, int, int, bool, str | None]
+_Outcome = tuple[str, list[tuple[Hit, str]], list[str], int, int, int, bool, str | None]
 
 
 def _size(n: int) -> str:
@@ -213,10 +193,7 @@ def _python_hits(text: str, display: str, own: frozenset[str] = frozenset()) -> 
     try:
         tree = ast.parse(text, filename=display)
     except SyntaxError as e:
-        line = e.lineno or 1
-        py2 = " (Python 2 syntax?)" if _PY2.search(text) else ""
-        msg = f"does not parse as Python 3: {e.msg} at line {line}{py2}"
-        return [("syntax-error", line, max((e.offset or 1) - 1, 0), msg, "", 0, "", "high")], None
+        return [from_syntax_error(e, text)], None
     except (RecursionError, MemoryError):
         return [], "nested too deeply to parse, not scanned"
     except ValueError as e:  # e.g. a surrogate the parser refuses
@@ -227,75 +204,9 @@ def _python_hits(text: str, display: str, own: frozenset[str] = frozenset()) -> 
         return [], "nested too deeply to walk, not scanned"
 
 
-def _requirement_hits(text: str, kind: str) -> list[Hit]:
-    hits: list[Hit] = []
-    if kind == "pyproject":
-        try:
-            raw = tomllib.loads(text)
-        except tomllib.TOMLDecodeError:
-            return [("syntax-error", 1, 0, "pyproject.toml is not valid TOML", "", 0, "", "high")]
-        names: list[str] = []
-        proj = raw.get("project", {}) if isinstance(raw.get("project"), dict) else {}
-        names += [s for s in proj.get("dependencies", []) if isinstance(s, str)]
-        for v in (proj.get("optional-dependencies") or {}).values():
-            names += [s for s in v if isinstance(s, str)] if isinstance(v, list) else []
-        groups = raw.get("dependency-groups", {})
-        if isinstance(groups, dict):
-            for v in groups.values():
-                names += [s for s in v if isinstance(s, str)] if isinstance(v, list) else []
-        poetry = raw.get("tool", {}).get("poetry", {}) if isinstance(raw.get("tool"), dict) else {}
-        if isinstance(poetry, dict) and isinstance(poetry.get("dependencies"), dict):
-            names += list(poetry["dependencies"])
-        lines = text.splitlines()
-        for s in names:
-            m = _REQ.match(s)
-            adv = dependency_advice(m.group(1)) if m else None
-            if adv is None:
-                continue
-            line = next((i + 1 for i, ln in enumerate(lines) if m.group(1) in ln), 1)  # type: ignore[union-attr]
-            hits.append(
-                (
-                    "cuda-only-dependency",
-                    line,
-                    0,
-                    f"`{s}` has no TPU/Trainium build, so installing or importing it fails there (CUDA only); instead: {adv[1]}",
-                    adv[0],
-                    0,
-                    "",
-                    "high",
-                )
-            )
-        return hits
-    for i, ln in enumerate(text.splitlines()):
-        s = ln.split("#", 1)[0].strip()
-        if not s or s.startswith("-"):
-            continue
-        m = _REQ.match(s)
-        adv = dependency_advice(m.group(1)) if m else None
-        if adv is not None:
-            hits.append(
-                (
-                    "cuda-only-dependency",
-                    i + 1,
-                    0,
-                    f"`{s}` has no TPU/Trainium build, so installing or importing it fails there (CUDA only); instead: {adv[1]}",
-                    adv[0],
-                    0,
-                    "",
-                    "high",
-                )
-            )
-    return hits
-
-
-def _cuda_source_hits(text: str) -> list[Hit]:
-    n = text.count("\n") + (0 if text.endswith("\n") else 1)
-    k = len(_GLOBAL.findall(text))
-    msg = (
-        f"CUDA source: {n} lines, {k} `__global__` kernel{'s' if k != 1 else ''}; nothing on a TPU VM or "
-        "Trainium host compiles or runs it"
-    )
-    return [("cuda-source", 1, 0, msg, str(k), n, "", "high")]
+def _file_hits(text: str, kind: str) -> list[Hit]:
+    """What the rules' whole-file checks find in a CUDA source, requirements file or ``pyproject.toml``."""
+    return [h for _, fn in FILE_CHECKS.get(kind, []) for h in fn(text, kind)]
 
 
 def _scan_one(
@@ -326,7 +237,7 @@ def _scan_one(
     try:
         if kind == "cu":
             text = data.decode("utf-8", errors="replace")
-            hits = _cuda_source_hits(text)
+            hits = _file_hits(text, kind)
         else:
             text_or_none, why = _decode(data)
             if text_or_none is None:
@@ -337,20 +248,20 @@ def _scan_one(
                 if why:
                     warnings.append(why)
             else:
-                hits = _requirement_hits(text, kind)
+                hits = _file_hits(text, kind)
         nlines = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
-        kept: list[tuple[Any, ...]] = []
+        kept: list[tuple[Hit, str]] = []
         suppressed = 0
         sup = suppress.read(text, kind, _KNOWN)
         warnings += sup.warnings()
         src_lines = text.splitlines()
         for h in hits:
-            rid, line = h[0], h[1]
+            rid, line = h.rule, h.line
             if rid in ignored or sup.silences(rid, line):
                 suppressed += 1
                 continue
             snippet = src_lines[line - 1].strip()[:160] if 0 < line <= len(src_lines) else ""
-            kept.append((*h, snippet))
+            kept.append((h, snippet))
         return display, kept, warnings, nlines, len(data), suppressed, kind == "py", None
     except Exception as e:  # a bug in a rule must not stop a scan of 20,000 files
         return display, [], [], 0, len(data), 0, False, f"{type(e).__name__}: {e}"
@@ -364,168 +275,34 @@ def scan_source(text: str, path: str = "<snippet>.py") -> list[Finding]:
     """Findings in one Python source string (suppression comments honoured); for tests and notebooks."""
     if not isinstance(text, str):
         raise ValueError(f"scan_source needs a string of Python source, got {type(text).__name__}")
-    kind = _kind(Path(path)) or "py"
+    kind = kind_of(Path(path)) or "py"
     if kind == "py":
         hits, _ = _python_hits(text, path)
-    elif kind == "cu":
-        hits = _cuda_source_hits(text)
     else:
-        hits = _requirement_hits(text, kind)
+        hits = _file_hits(text, kind)
     sup = suppress.read(text, kind, _KNOWN)
     lines = text.splitlines()
     out = []
     for h in hits:
-        if sup.silences(h[0], h[1]):
+        if sup.silences(h.rule, h.line):
             continue
-        snippet = lines[h[1] - 1].strip()[:160] if 0 < h[1] <= len(lines) else ""
-        out.append(_finding(path, (*h, snippet), ScanConfig()))
+        snippet = lines[h.line - 1].strip()[:160] if 0 < h.line <= len(lines) else ""
+        out.append(_finding(path, h, snippet, ScanConfig()))
     return out
 
 
-# --------------------------------------------------------------------------- files
-def _kind(p: Path) -> str | None:
-    name = p.name
-    suf = p.suffix
-    if suf == ".py":
-        return "py"
-    if suf in (".cu", ".cuh"):
-        return "cu"
-    if name == "pyproject.toml":
-        return "pyproject"
-    if suf == ".txt" and ("requirements" in name or name.startswith("constraints") or p.parent.name == "requirements"):
-        return "req"
-    return None
-
-
-def _display(p: Path, root: Path, single: bool, cwd: Path) -> str:
-    try:
-        rel = os.path.relpath(p, cwd)
-        if not rel.startswith(".."):
-            return Path(rel).as_posix()
-    except ValueError:
-        pass
-    if root.is_dir() or not root.exists():
-        base = root if single else root.parent
-        try:
-            return Path(os.path.relpath(p, base)).as_posix()
-        except ValueError:
-            return p.as_posix()
-    return p.name
-
-
-def _walk(root: Path, config: ScanConfig, warn: Callable[[Path, str], None]) -> Iterator[tuple[Path, str]]:
-    """(path, kind) for every file to scan under ``root``; follows folder symlinks once each."""
-    try:
-        st = root.stat()
-    except OSError as e:
-        if e.errno == 40:
-            warn(root, "symlink loop, not scanned")
-        else:
-            warn(root, f"cannot read: {e.strerror or e}, not scanned")
-        return
-    if not stat.S_ISDIR(st.st_mode):
-        kind = _kind(root)
-        yield root, kind or "py"  # a file named explicitly is read as Python unless its name says otherwise
-        return
-    seen = {(st.st_dev, st.st_ino)}
-    stack = [root]
-    while stack:
-        d = stack.pop()
-        try:
-            with os.scandir(d) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except OSError as e:
-            warn(d, f"cannot list folder: {e.strerror or e}, not scanned")
-            continue
-        subdirs = []
-        for ent in entries:
-            p = Path(ent.path)
-            try:
-                is_dir = ent.is_dir(follow_symlinks=True)
-            except OSError:
-                is_dir = False
-            if is_dir:
-                if ent.name in SKIP_DIRS or ent.name.endswith(".egg-info"):
-                    continue
-                rel = config.relative(p)
-                if rel is not None and config.excluded(rel):
-                    continue
-                try:
-                    s = ent.stat(follow_symlinks=True)
-                except OSError as err:
-                    warn(p, "symlink loop, not scanned" if err.errno == 40 else f"cannot read: {err.strerror}")
-                    continue
-                key = (s.st_dev, s.st_ino)
-                if key in seen:
-                    if ent.is_symlink():
-                        warn(p, "symlink to a folder already scanned (a loop or a duplicate), not scanned again")
-                    continue
-                seen.add(key)
-                subdirs.append(p)
-                continue
-            kind = _kind(p)
-            if kind is None:
-                if ent.is_symlink() and p.suffix in ("", ".py"):
-                    try:
-                        p.stat()
-                    except OSError as err:
-                        if err.errno == 40:
-                            warn(p, "symlink loop, not scanned")
-                continue
-            rel = config.relative(p)
-            if rel is not None and config.excluded(rel):
-                continue
-            yield p, kind
-        stack.extend(reversed(subdirs))
-
-
-def _own_packages(root: Path, py_files: list[Path]) -> frozenset[str]:
-    """Top-level import names of the code being scanned, so that its imports of itself are not dependencies.
-
-    The folders and modules at the root and under ``src/`` (where ``import <name>`` of a checkout finds
-    them), and for each scanned file the outermost folder of its chain of ``__init__.py`` packages (a scan
-    of a subfolder such as ``src/pkg/ops``).
-    """
-    names: set[str] = set()
-    if root.is_dir():
-        for base in (root, root / "src"):
-            try:
-                entries = list(os.scandir(base))
-            except OSError:
-                continue
-            for ent in entries:
-                stem = ent.name[:-3] if ent.name.endswith(".py") else ent.name
-                if stem.isidentifier() and ent.name not in SKIP_DIRS and (stem != ent.name or ent.is_dir()):
-                    names.add(stem)
-    top: dict[Path, str | None] = {}
-    for p in py_files:
-        d = p.parent
-        if d in top:
-            name = top[d]
-        else:
-            name, cur = None, d
-            while (cur / "__init__.py").is_file() and cur.parent != cur:
-                name, cur = cur.name, cur.parent
-            top[d] = name
-        if name is not None and name.isidentifier():
-            names.add(name)
-    return frozenset(names)
-
-
 # --------------------------------------------------------------------------- assembling findings
-def _finding(display: str, h: tuple[Any, ...], config: ScanConfig) -> Finding:
-    rid, line, col, message, detail, lines, sev, confidence, snippet = h
-    r = rule(rid)
+def _finding(display: str, h: Hit, snippet: str, config: ScanConfig) -> Finding:
+    r = rule(h.rule)
     fix = r.fix
-    severity = r.severity
-    if detail.startswith("torch.") and rid in ("cuda-api", "cuda-streams", "cuda-amp"):
-        mf = mapping_fix(detail)
+    if h.detail.startswith("torch.") and h.rule in ("cuda-api", "cuda-streams", "cuda-amp"):
+        mf = mapping_fix(h.detail)
         if mf is not None:  # the message says what the line as written does there; the table gives the port
             fix = mf[0]
-    if sev:
-        severity = sev
-    severity = config.severity.get(rid, severity)
-    return Finding(rid, display, line, col + 1, severity, message, fix, snippet, detail, lines, confidence)
+    severity = config.severity.get(h.rule, h.severity or r.severity)
+    return Finding(
+        h.rule, display, h.line, h.col + 1, severity, h.message, fix, snippet, h.detail, h.lines, h.confidence
+    )
 
 
 class _Progress:
@@ -616,16 +393,16 @@ def scan(
         size = max_file_size or cfg.max_file_size
 
         def warn(p: Path, reason: str, _root: Path = root) -> None:
-            warnings.append(ScanWarning(_display(p, _root, single, cwd), reason))
+            warnings.append(ScanWarning(display_name(p, _root, single, cwd), reason))
 
-        found = list(_walk(root, cfg, warn))
-        own = _own_packages(root, [p for p, kind in found if kind == "py"])
+        found = list(walk(root, cfg, warn))
+        own = own_packages(root, [p for p, kind in found if kind == "py"])
         for p, kind in found:
             key = os.path.abspath(p)
             if key in seen_files:
                 continue
             seen_files.add(key)
-            disp = _display(p, root, single, cwd)
+            disp = display_name(p, root, single, cwd)
             ignored = cfg.ignore | cfg.ignored_in(cfg.relative(p))
             items.append((str(p), disp, kind, size, ignored, own))
             display_cfg[disp] = cfg
@@ -657,7 +434,7 @@ def scan(
     n_lines = n_bytes = n_sup = n_py = 0
     for disp, kept, warns, nlines, nbytes, sup, parsed, err in outcomes:
         cfg = display_cfg.get(disp, ScanConfig())
-        findings += [_finding(disp, h, cfg) for h in kept]
+        findings += [_finding(disp, h, snippet, cfg) for h, snippet in kept]
         warnings += [ScanWarning(disp, w) for w in warns]
         if err is not None:
             internal.append(ScanWarning(disp, f"internal error (please report): {err}"))

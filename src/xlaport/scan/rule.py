@@ -1,0 +1,78 @@
+"""What a scanner rule is: its id, severity, why, fix, chapter, and the examples it is tested on.
+
+Each rule is one module of :mod:`xlaport.scan.rules` holding a :class:`Rule` named ``RULE``, a docstring that says
+what the rule finds, and its checks. Severities, from worst: ``error`` (raises or cannot run on TPU/Trainium as
+written), ``warning`` (runs, but recompiles, syncs the host, or does nothing useful there), ``note`` (the
+scanner could not look).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["KERNEL_DOCS", "SEVERITIES", "Rule", "severity_rank"]
+
+SEVERITIES: tuple[str, ...] = ("error", "warning", "note")
+KERNEL_DOCS: tuple[str, ...] = ("notebooks/custom_kernels", "book/generated/kernel_concepts")
+
+
+def severity_rank(level: str) -> int:
+    """2 for error, 1 for warning, 0 for note (higher is worse)."""
+    try:
+        return len(SEVERITIES) - 1 - SEVERITIES.index(level)
+    except ValueError:
+        raise ValueError(f"unknown severity {level!r}; use one of {', '.join(SEVERITIES)}") from None
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One thing the scanner looks for.
+
+    ``category`` is the effort class the doctor prices it under; ``chapter`` the book page (a Sphinx docname such
+    as ``notebooks/recompile_storms``) that teaches the fix; ``see_also`` more pages; ``position`` its place in
+    the rule list. ``invalid`` are snippets the rule must report and ``valid`` snippets it must not (the tests
+    run every one), scanned as a file named ``example_path``; ``finds`` says what the rule finds (its
+    module's docstring, filled in when the rules are collected).
+    """
+
+    id: str
+    title: str
+    severity: str
+    category: str
+    why: str
+    fix: str
+    chapter: str
+    see_also: tuple[str, ...] = ()
+    position: int = 100
+    invalid: tuple[str, ...] = ()
+    valid: tuple[str, ...] = ()
+    example_path: str = "example.py"
+    finds: str = ""
+
+    def __post_init__(self) -> None:
+        severity_rank(self.severity)
+        if not self.id or not self.why or not self.fix:
+            raise ValueError(f"rule {self.id!r} needs an id, a why and a fix")
+
+    @property
+    def docs(self) -> tuple[str, ...]:
+        return (self.chapter, *self.see_also) if self.chapter else self.see_also
+
+    def explain(self) -> str:
+        """The rule in plain text: what it finds, why it matters, the fix, an example of each side, the chapters
+        (what ``xlaport scan --explain RULE`` prints)."""
+        out = [f"{self.id}  [{self.severity}, {self.category}]  {self.title}", ""]
+        if self.finds:
+            out += ["What it finds:", _indent(self.finds), ""]
+        out += ["Why:", _indent(self.why), "", "Fix:", _indent(self.fix), ""]
+        if self.invalid:
+            out += [f"Reported ({self.example_path}):", _indent(self.invalid[0].rstrip("\n")), ""]
+        if self.valid:
+            out += ["Not reported:", _indent(self.valid[0].rstrip("\n")), ""]
+        if self.docs:
+            out.append("Book: " + ", ".join(self.docs))
+        return "\n".join(out).rstrip("\n")
+
+
+def _indent(text: str) -> str:
+    return "\n".join(("    " + ln) if ln else "" for ln in text.splitlines())
