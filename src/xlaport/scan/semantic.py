@@ -18,7 +18,7 @@ import ast
 import re
 from typing import Any
 
-__all__ = ["Semantic"]
+__all__ = ["LOADER", "SCHEDULES", "Scope", "Semantic", "annotated_tensor", "string_value", "tensor_params"]
 
 # ---- tensor inference
 # torch.X that do not return a tensor
@@ -98,10 +98,10 @@ _MODEL_CALLEE = re.compile(
     r"^(?!(?:import|get|load|build|make|create|register|find|init|wrap|named|add|set)_)"
     r"(?:\w+_)?(?:model|net|network|module|encoder|decoder|criterion|loss|loss_fn|head|layer|block)s?$"
 )
-_LOADER = re.compile(r"loader|batches|batch_iter|dataset", re.I)
+LOADER = re.compile(r"loader|batches|batch_iter|dataset", re.I)
 
 
-class _Scope:
+class Scope:
     __slots__ = (
         "fresh",
         "guessed",
@@ -143,7 +143,7 @@ class _Scope:
 
 
 # Diffusion schedules: a sampler's parameter with one of these names is a tensor of noise levels.
-_SCHEDULES = frozenset({"sigmas", "timesteps", "alphas_cumprod"})
+SCHEDULES = frozenset({"sigmas", "timesteps", "alphas_cumprod"})
 # Calls whose result is never a tensor even when a tensor is passed in.
 _NOT_TENSOR_CALLS = frozenset(
     {
@@ -168,7 +168,7 @@ class Semantic:
         #: names the file binds to a torch path by assignment (``device_mod = torch.cuda``, ``scope = autocast if
         #: ... else nullcontext``), so that a later rebinding to something else drops the alias again
         self._assigned_aliases: set[str] = set()
-        self.module = _Scope()
+        self.module = Scope()
         self.scope = self.module
         self.self_tensors: set[str] = set()
 
@@ -466,24 +466,24 @@ def _grown_lists(loop: ast.AST) -> frozenset[str]:
     return frozenset(grown - reset)
 
 
-def _annotated_tensor(a: ast.AST) -> bool:
+def annotated_tensor(a: ast.AST) -> bool:
     if a.__class__ is ast.Constant and isinstance(a.value, str):
         return a.value.split(".")[-1] == "Tensor"
     return Semantic.last_name(a) == "Tensor"
 
 
-def _string_value(e: ast.AST) -> bool:
+def string_value(e: ast.AST) -> bool:
     c = e.__class__
     if c is ast.Constant:
         return isinstance(e.value, str)  # type: ignore[attr-defined]
     if c is ast.JoinedStr:
         return True
     if c is ast.IfExp:
-        return _string_value(e.body) or _string_value(e.orelse)  # type: ignore[attr-defined]
+        return string_value(e.body) or string_value(e.orelse)  # type: ignore[attr-defined]
     return False
 
 
-def _tensor_params(fn: ast.AST, got: set[int | str]) -> set[str]:
+def tensor_params(fn: ast.AST, got: set[int | str]) -> set[str]:
     """The parameters of ``fn`` that calls passed a tensor to (positions shift past ``self``/``cls``)."""
     args = fn.args  # type: ignore[attr-defined]
     positional = [a.arg for a in (*args.posonlyargs, *args.args)]

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .registry import CALL_ATTRS, CHECKS, DEFAULTS, Check, Hit
-from .semantic import _LOADER, _SCHEDULES, Semantic, _annotated_tensor, _Scope, _string_value, _tensor_params
+from .semantic import LOADER, SCHEDULES, Scope, Semantic, annotated_tensor, string_value, tensor_params
 
 __all__ = ["Walker", "analyse"]
 
@@ -269,7 +269,7 @@ class Walker(Semantic):
                         scope.host[t.id] = scope.loops
                     else:
                         scope.host.pop(t.id, None)
-                    if _string_value(value):
+                    if string_value(value):
                         scope.strings[t.id] = value
                     else:
                         scope.strings.pop(t.id, None)
@@ -280,7 +280,7 @@ class Walker(Semantic):
                             fresh.add(t.id)
                         else:
                             fresh.discard(t.id)
-        elif node.__class__ is ast.AnnAssign and _annotated_tensor(node.annotation):
+        elif node.__class__ is ast.AnnAssign and annotated_tensor(node.annotation):
             for t in targets:
                 self._bind(t, True, False)
         for t in targets:
@@ -302,7 +302,7 @@ class Walker(Semantic):
         if self.is_tensor(it):
             s.tensors.update(names)
             origin = self.guess
-        elif src and _LOADER.search(src):
+        elif src and LOADER.search(src):
             s.tensors.update(names)
             origin = src
         else:
@@ -314,7 +314,7 @@ class Walker(Semantic):
             else:
                 s.guessed.pop(n, None)
         self._bind_host(names, it)
-        step = any(_LOADER.search(n) for n in _identifiers(it))
+        step = any(LOADER.search(n) for n in _identifiers(it))
         s.loops += 1
         s.step_loops += step
         s.loop_vars.append(names)
@@ -368,16 +368,16 @@ class Walker(Semantic):
         if node.returns is not None:  # type: ignore[attr-defined]
             self.visit(node.returns)  # type: ignore[attr-defined]
         outer = self.scope
-        inner = _Scope()
+        inner = Scope()
         inner.per_iteration = self._per_iteration.get(id(node), 0)
         every = [*args.posonlyargs, *args.args, *args.kwonlyargs]
         every += [x for x in (args.vararg, args.kwarg) if x is not None]
         extra = self._rewalk.get(id(node), set())
         for a in every:
             inner.params.add(a.arg)
-            if a.arg in extra or (a.annotation is not None and _annotated_tensor(a.annotation)):
+            if a.arg in extra or (a.annotation is not None and annotated_tensor(a.annotation)):
                 inner.tensors.add(a.arg)
-            elif a.arg in _SCHEDULES:
+            elif a.arg in SCHEDULES:
                 inner.tensors.add(a.arg)
                 inner.guessed[a.arg] = a.arg
         self.scope = inner
@@ -450,7 +450,7 @@ def analyse(tree: ast.AST, own_packages: frozenset[str] = frozenset()) -> list[H
         for fn in w._defs:
             got = w.tensor_args.get(fn.name)  # type: ignore[attr-defined]
             if got:
-                params = _tensor_params(fn, got)
+                params = tensor_params(fn, got)
                 if params:
                     todo.append((fn, params))
         for fn, params in todo:

@@ -20,7 +20,6 @@ from ._common import (
     _argparse_default,
     _default_of,
     _shown,
-    _strings,
     _torch_cuda_head,
     bound_string,
     nccl_string,
@@ -94,16 +93,18 @@ def _nccl_arg(w: Walker, a: ast.AST, what: str) -> None:
 def nccl_dict(w: Walker, node: ast.Dict) -> None:
     """``{"backend": "nccl"}``, and a table of backends per device type with no TPU or Trainium entry:
     ``{"cuda": "nccl", "xpu": "ccl"}`` (one with ``"tpu": "tpu_dist"`` or ``"neuron": "neuron"`` is ported)."""
-    words = set(_strings(node))
-    ported = bool(words & _PORTED_BACKENDS)
     for k, v in zip(node.keys, node.values):
         key = k.value.lower() if isinstance(k, ast.Constant) and isinstance(k.value, str) else ""
-        if ("backend" in key and nccl_string(v)) or (key and not ported and _exact_nccl(v)):
+        if ("backend" in key and nccl_string(v)) or (key and _exact_nccl(v) and not _names_ported(node)):
             w.hit(RULE.id, v, f'config "{k.value}": "nccl"{_NCCL_ON_HOST}', detail="nccl")  # type: ignore[union-attr]
 
 
 #: keys or values of a table of backends that show it already names the TPU or Trainium one
 _PORTED_BACKENDS = frozenset({"tpu", "tpu_dist", "xla", "neuron"})
+
+
+def _names_ported(table: ast.Dict) -> bool:
+    return any(isinstance(e, ast.Constant) and e.value in _PORTED_BACKENDS for e in (*table.keys, *table.values))
 
 
 def _exact_nccl(e: ast.AST | None) -> bool:
