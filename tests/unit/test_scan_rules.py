@@ -51,6 +51,15 @@ def test_every_rule_is_one_module_with_docs_examples_and_a_chapter() -> None:
     assert [r.position for r in RULES] == sorted(r.position for r in RULES)
 
 
+def test_the_examples_the_page_shows_fit_a_phone() -> None:
+    """The book's page shows each rule's first example of each side; at 40 characters a line fits a 390 px phone's
+    code block without scrolling past what the example is about."""
+    wide = [
+        (r.id, ln) for r in RULES for code in (*r.invalid[:1], *r.valid[:1]) for ln in code.splitlines() if len(ln) > 40
+    ]
+    assert not wide, wide
+
+
 def test_no_module_of_the_scanner_is_over_600_lines() -> None:
     sizes = {p.relative_to(SCAN).as_posix(): len(p.read_text().splitlines()) for p in SCAN.rglob("*.py")}
     assert max(sizes.values()) <= 600, {k: v for k, v in sizes.items() if v > 600}
@@ -63,8 +72,11 @@ def test_explain_prints_the_rule_from_its_module() -> None:
     assert done.returncode == 0, done.stderr
     r = next(r for r in RULES if r.id == "nccl-backend")
     assert done.stdout.strip() == r.explain()
-    for part in ("What it finds:", r.why, r.fix, "init_process_group(backend='nccl')", "Book: book/support_matrix"):
+    lines = done.stdout.splitlines()
+    assert max(len(ln) for ln in lines) <= 80 and "`" not in done.stdout, "not wrapped for a terminal, or raw markup"
+    for part in ("What it finds:", "Why:", "Fix:", "backend='nccl')", "backend='tpu_dist')"):
         assert part in done.stdout, part
+    assert "https://xlaport.github.io/xlaport/book/support_matrix.html" in done.stdout  # the chapter, not a path
     bad = subprocess.run(
         [sys.executable, "-m", "xlaport.cli", "scan", "--explain", "nccl-backnd"], capture_output=True, text=True
     )
@@ -74,5 +86,6 @@ def test_explain_prints_the_rule_from_its_module() -> None:
 def test_the_books_rule_page_is_written_from_the_same_text() -> None:
     page = rules_pkg.render_page()
     for r in RULES:
-        assert f"## `{r.id}`: {r.title}" in page and r.why in page and r.fix in page
+        assert f"(scan-rule-{r.id})=\n## `{r.id}`\n\n**{r.title}.**" in page and r.why in page and r.fix in page
         assert r.invalid[0].rstrip("\n") in page
+        assert " ".join(r.finds.split()) in page

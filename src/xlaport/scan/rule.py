@@ -8,6 +8,7 @@ scanner could not look).
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 
 __all__ = ["KERNEL_DOCS", "SEVERITIES", "Rule", "severity_rank"]
@@ -58,19 +59,31 @@ class Rule:
     def docs(self) -> tuple[str, ...]:
         return (self.chapter, *self.see_also) if self.chapter else self.see_also
 
-    def explain(self) -> str:
-        """The rule in plain text: what it finds, why it matters, the fix, an example of each side, the chapters
-        (what ``xlaport scan --explain RULE`` prints)."""
+    def explain(self, width: int = 80) -> str:
+        """The rule in plain text for a terminal (what ``xlaport scan --explain RULE`` prints): what it finds, why
+        it matters, the fix, an example of each side and the chapters, wrapped at ``width`` columns."""
+        from .. import pages
+
+        def para(text: str) -> str:
+            return textwrap.fill(
+                " ".join(text.replace("`", "").split()), width, initial_indent="    ", subsequent_indent="    "
+            )
+
         out = [f"{self.id}  [{self.severity}, {self.category}]  {self.title}", ""]
         if self.finds:
-            out += ["What it finds:", _indent(self.finds), ""]
-        out += ["Why:", _indent(self.why), "", "Fix:", _indent(self.fix), ""]
+            out += ["What it finds:", para(self.finds), ""]
+        out += ["Why:", para(self.why), "", "Fix:", para(self.fix), ""]
+        where = "" if self.example_path.endswith(".py") else f" (in a file named {self.example_path})"
         if self.invalid:
-            out += [f"Reported ({self.example_path}):", _indent(self.invalid[0].rstrip("\n")), ""]
+            out += [f"Reported{where}:", _indent(self.invalid[0].rstrip("\n")), ""]
         if self.valid:
-            out += ["Not reported:", _indent(self.valid[0].rstrip("\n")), ""]
+            out += [f"Not reported{where}:", _indent(self.valid[0].rstrip("\n")), ""]
         if self.docs:
-            out.append("Book: " + ", ".join(self.docs))
+            out.append("Read:")
+            for d in self.docs:
+                title = pages.TITLES.get(d)
+                shown = f"{title.replace('`', '')}\n      {pages.url(d)}" if title else d
+                out.append(f"    {shown}")
         return "\n".join(out).rstrip("\n")
 
 

@@ -137,23 +137,36 @@ def render_page() -> str:
     out = [
         "# Scanner rules",
         "",
-        "What `xlaport scan` reports, one section per rule, written from the rule's own module (the same text "
-        "`xlaport scan --explain RULE` prints). Each example is run by the test suite: the first is reported, the "
-        "second is not.",
+        "`xlaport scan PATH` reads a project's Python files, CUDA sources and requirements without running "
+        "anything, and reports each line to change or check before the code runs well on a TPU VM or a Trainium "
+        "host: the file and line, the rule, what the line does there, and the fix. This page is every rule it "
+        "applies; `xlaport scan --explain RULE` prints the same text in a terminal.",
         "",
-        "| rule | severity | what |",
+        "- **Severity.** `error`: raises or cannot run there as written; `warning`: runs, but recompiles, waits "
+        "for the device or does nothing useful; `note`: the scanner could not look into the file. "
+        "`xlaport scan --fail-on error` (the default) exits 1 when an error is found.",
+        "- **Kind.** The effort class `xlaport doctor` prices the finding under.",
+        "- **Silencing.** `# xlaport: ignore[RULE]` at the end of a line, `# xlaport: ignore-file[RULE]` for a "
+        'file, or `ignore = ["RULE"]` under `[tool.xlaport]` in the project\'s `pyproject.toml` '
+        "({doc}`/book/toolkit`).",
+        "",
+        "Each rule's examples are run by the test suite: the first is reported, the second (where there is one) "
+        "is not.",
+        "",
+        "| rule | severity | kind |",
         "|---|---|---|",
     ]
-    out += [f"| {{ref}}`{r.id} <scan-rule-{r.id}>` | {r.severity} | {r.title} |" for r in RULES]
+    out += [f"| {{ref}}`{r.id} <scan-rule-{r.id}>` | {r.severity} | {r.category} |" for r in RULES]
     for r in RULES:
-        out += ["", f"(scan-rule-{r.id})=", f"## `{r.id}`: {r.title}", "", f"**{r.severity}**, {r.category}.", ""]
+        out += ["", f"(scan-rule-{r.id})=", f"## `{r.id}`", "", f"**{r.title}.** {r.severity}, {r.category}.", ""]
         if r.finds:
             out += [" ".join(r.finds.split()), ""]
         out += [f"**Why.** {r.why}", "", f"**Fix.** {r.fix}", ""]
         lang = "python" if r.example_path.endswith(".py") else "text"
+        where = "" if r.example_path.endswith(".py") else f" (in a file named `{r.example_path}`)"
         for title, snippets in (("Reported", r.invalid), ("Not reported", r.valid)):
             if snippets:
-                out += [f"{title} (`{r.example_path}`):", "", f"```{lang}", snippets[0].rstrip("\n"), "```", ""]
+                out += [f"{title}{where}:", "", f"```{lang}", snippets[0].rstrip("\n"), "```", ""]
         if r.docs:
             out.append("Chapters: " + ", ".join(f"{{doc}}`/{d}`" for d in r.docs) + ".")
     return "\n".join(out).rstrip("\n") + "\n"

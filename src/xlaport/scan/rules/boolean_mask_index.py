@@ -23,7 +23,7 @@ RULE = Rule(
     severity="warning",
     category="dynamic-shape",
     why="`x[mask]` returns one element per true entry: its shape depends on the data.",
-    fix="Multiply by the mask or use `torch.where(mask, x, 0)` and divide by `mask.sum()`; assignments `x[mask] = v` are fine.",
+    fix="Keep the shape: `torch.where(mask, x, 0)` (or `x * mask`), and for a mean divide the sum by `mask.sum()`; writing `x[mask] = v` is fine.",
     chapter="notebooks/recompile_storms",
     see_also=("notebooks/op_fallbacks",),
     position=10,

@@ -28,10 +28,12 @@ RULE = Rule(
     see_also=(),
     position=2,
     invalid=(
-        "import torch\nscaler = torch.amp.GradScaler('cuda')\nwith torch.autocast('cuda', dtype=torch.float16):\n    y = m(x)\n",
-        "from torch import autocast\nfrom contextlib import nullcontext\nscope = autocast if opt.amp else nullcontext\nwith scope('cuda'):\n    y = model(x)\n",
+        "import torch\nscaler = torch.amp.GradScaler('cuda')\nwith torch.autocast(\n    'cuda',\n    dtype=torch.float16,\n):\n    y = model(x)\n",
+        "from torch import autocast\nfrom contextlib import nullcontext\nscope = (autocast if opt.amp\n         else nullcontext)\nwith scope('cuda'):\n    y = model(x)\n",
     ),
-    valid=("import torch\nwith torch.autocast('tpu', dtype=torch.bfloat16):\n    y = m(x)\ny.sum().backward()\n",),
+    valid=(
+        "import torch\nimport xlaport\nt = xlaport.target('auto')\nwith torch.autocast(\n    t.device.type,\n    dtype=torch.bfloat16,\n):\n    y = model(x)\ny.sum().backward()\n",
+    ),
 )
 
 

@@ -23,7 +23,7 @@ RULE = Rule(
     title="torch.cuda / torch.backends.cuda call",
     severity="warning",
     category="device",
-    why="`torch.cuda.*` reports on or drives a CUDA device; TorchTPU and TorchNeuron answer through `torch.accelerator` (several `torch.tpu` device calls raise and point there).",
+    why="`torch.cuda.*` reports on or drives a CUDA device; TorchTPU and TorchNeuron answer through `torch.accelerator` (TorchTPU 0.2.0 makes several of its own `torch.tpu` device calls raise with a pointer there).",
     fix="Use the `torch.accelerator` spelling from the API-mapping table; delete cuDNN/TF32 switches.",
     chapter="book/generated/api_mapping",
     see_also=("notebooks/port_training",),
@@ -32,7 +32,7 @@ RULE = Rule(
         "import torch\ntorch.cuda.synchronize()\ntorch.backends.cudnn.benchmark = True\n",
         "import torch\ndevice_mod = torch.cuda\nn = device_mod.device_count()\n",
     ),
-    valid=("import torch\ntorch.accelerator.synchronize()\nt.sync()\n",),
+    valid=("import torch\nimport xlaport\nt = xlaport.target('auto')\ntorch.accelerator.synchronize()\nt.sync()\n",),
 )
 
 

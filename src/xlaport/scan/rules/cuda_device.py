@@ -39,11 +39,12 @@ RULE = Rule(
     see_also=("notebooks/01_first_steps",),
     position=0,
     invalid=(
-        "import torch\nmodel = Net().cuda()\nx = torch.zeros(3, device='cuda:0')\n",
-        "def f(args):\n    return setup(device=getattr(args, 'device', 'cuda'))\n",
+        "import torch\nmodel = Net().cuda()\nx = torch.zeros(\n    3, device='cuda:0')\n",
+        "def run(args):\n    dev = getattr(\n        args, 'device', 'cuda')\n    return setup(device=dev)\n",
     ),
     valid=(
-        "import torch\nmodel = Net().to(t.device)\nx = torch.zeros(3, device=t.device)\nok = x.device.type == 'cuda'\n",
+        "import torch\nimport xlaport\nt = xlaport.target('auto')\nmodel = Net().to(t.device)\nx = torch.zeros(\n    3, device=t.device)\n",
+        "# a comparison names no device\non_gpu = x.device.type == 'cuda'\n",
     ),
 )
 

@@ -1,8 +1,9 @@
 """``cuda-extension``: CUDA C++ extension.
 
 CUDA C++ compiled from Python: `torch.utils.cpp_extension.load_inline` with CUDA sources, `load` of `.cu`
-files, `CUDAExtension` in a `setup.py` (also chosen by a conditional), CuPy's `RawKernel`/`RawModule`/
-`ElementwiseKernel`/`ReductionKernel` and PyCUDA's `SourceModule`.
+files, `CUDAExtension` in a `setup.py` (also when a conditional picks it: `Extension = CppExtension if cpu
+else CUDAExtension`), CuPy's `RawKernel`/`RawModule`/`ElementwiseKernel`/`ReductionKernel` and PyCUDA's
+`SourceModule`.
 """
 
 from __future__ import annotations
@@ -28,10 +29,10 @@ RULE = Rule(
     see_also=("book/generated/kernel_concepts",),
     position=7,
     invalid=(
-        "from torch.utils.cpp_extension import load_inline\nm = load_inline('k', cpp_sources='', cuda_sources='__global__ void k() {}\\n')\n",
+        "from torch.utils.cpp_extension \\\n    import load_inline\nm = load_inline(\n    'k',\n    cpp_sources='',\n    cuda_sources=KERNEL,\n)\n",
     ),
     valid=(
-        "from torch.utils.cpp_extension import load_inline\nm = load_inline('k', cpp_sources='int f() { return 1; }')\n",
+        "from torch.utils.cpp_extension \\\n    import load_inline\nm = load_inline(\n    'k',\n    cpp_sources=CPP,\n)\n",
     ),
 )
 

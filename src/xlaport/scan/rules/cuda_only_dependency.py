@@ -4,7 +4,7 @@ Imports of packages that exist only for CUDA (apex, bitsandbytes, flash-attn, xf
 PyCUDA, Triton, Transformer Engine, ...) and the same packages in `requirements*.txt`, `pyproject.toml`
 (dependencies, optional dependencies, dependency groups, Poetry) and `setup(install_requires=...)`. An import
 of the scanned tree's own package of the same name is not a dependency; one inside `try: ... except
-ImportError` is reported as optional.
+ImportError` is still reported, as an optional import (a warning, not an error).
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ RULE = Rule(
     severity="error",
     category="dependency",
     why="The package ships CUDA kernels or CUDA bindings and has no TPU or Trainium build.",
-    fix="Replace it with the PyTorch built-in named in the finding, or guard it as optional.",
+    fix="Replace it with the PyTorch built-in named in the finding, or import it inside `try: ... except ImportError` with a PyTorch fallback.",
     chapter="book/support_matrix",
     see_also=("book/pitfalls",),
     position=5,
     invalid=("import apex\nfrom flash_attn import flash_attn_func\n",),
-    valid=("import torch.nn.functional as F\nout = F.scaled_dot_product_attention(q, k, v)\n",),
+    valid=("import torch.nn.functional as F\nout = F.scaled_dot_product_attention(\n    q, k, v)\n",),
 )
 
 

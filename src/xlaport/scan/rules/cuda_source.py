@@ -20,7 +20,7 @@ RULE = Rule(
     chapter="notebooks/custom_kernels",
     see_also=("book/generated/kernel_concepts",),
     position=8,
-    invalid=("#include <cuda.h>\n__global__ void add(float* x) { x[threadIdx.x] += 1; }\n",),
+    invalid=("#include <cuda.h>\n__global__ void add(float* x) {\n  x[threadIdx.x] += 1.0f;\n}\n",),
     example_path="kernel.cu",
 )
 

@@ -30,7 +30,7 @@ RULE = Rule(
     invalid=(
         "import torch\ns = torch.cuda.Stream()\nwith torch.cuda.stream(s):\n    y = x * 2\ng = torch.cuda.CUDAGraph()\n",
     ),
-    valid=("import torch\ny = x * 2\nt.sync()\n",),
+    valid=("import xlaport\nt = xlaport.target('auto')\ny = x * 2\nt.sync()\n",),
 )
 
 

@@ -27,10 +27,10 @@ RULE = Rule(
     see_also=("notebooks/recompile_storms",),
     position=14,
     invalid=(
-        "import torch\nfor _ in range(n):\n    nxt = model(tokens)\n    tokens = torch.cat([tokens, nxt], dim=1)\n",
+        "import torch\nfor _ in range(n):\n    nxt = model(tokens)\n    tokens = torch.cat(\n        [tokens, nxt], dim=1)\n",
     ),
     valid=(
-        "import torch\nbuf = torch.zeros(1, 64)\nfor i in range(n):\n    buf.index_copy_(1, pos, nxt)\nall_ = torch.cat([a, b])\n",
+        "import torch\nbuf = torch.zeros(\n    1, 64, dtype=torch.long,\n    device=device)\npos = torch.zeros(\n    1, dtype=torch.long,\n    device=device)\nfor _ in range(n):\n    nxt = model(buf)\n    buf.index_copy_(1, pos, nxt)\n    pos += 1\n",
     ),
 )
 

@@ -2,8 +2,8 @@
 
 `.item()`, `.tolist()`, `.numpy()`, `float/int/bool(tensor)` and `print(tensor)` inside a loop, and inside a
 function or method that a loop over a data loader in the same file calls every step
-(`self._train_batch(X, y)`). A value already on the host (`.cpu()`, `.numpy()`, NumPy, a torch factory
-given no device) waits for nothing and is not reported.
+(`self._train_batch(X, y)`). Reading a value that was copied to the host before the loop (by `.cpu()`,
+`.to("cpu")` or NumPy) or made there (a torch factory given no device) waits for nothing and is not reported.
 """
 
 from __future__ import annotations

@@ -39,13 +39,13 @@ RULE = Rule(
     see_also=(),
     position=4,
     invalid=(
-        "import torch.distributed as dist\ndist.init_process_group(backend='nccl')\n",
-        "import torch.distributed as dist\nargs.dist_backend = 'nccl'\ndist.init_process_group(backend=args.dist_backend)\n",
-        "BACKENDS = {'cuda': 'nccl', 'xpu': 'ccl'}\n",
+        "import torch.distributed as dist\ndist.init_process_group(\n    backend='nccl')\n",
+        "import torch.distributed as dist\nargs.dist_backend = 'nccl'\ndist.init_process_group(\n    backend=args.dist_backend)\n",
+        "BACKENDS = {'cuda': 'nccl',\n            'xpu': 'ccl'}\n",
     ),
     valid=(
-        "import torch.distributed as dist\ndist.init_process_group(backend='tpu_dist')\n",
-        "BACKENDS = {'tpu': 'tpu_dist', 'neuron': 'neuron', 'cuda': 'nccl', 'cpu': 'gloo'}\n",
+        "import torch.distributed as dist\ndist.init_process_group(\n    backend='tpu_dist')\n",
+        "BACKENDS = {'tpu': 'tpu_dist',\n            'neuron': 'neuron',\n            'cuda': 'nccl'}\n",
     ),
 )
 

@@ -31,7 +31,7 @@ RULE = Rule(
         "import torch\ndef f(x: torch.Tensor):\n    if x.sum() > 0:\n        return x\n    if torch.isnan(x).any():\n        return -x\n",
     ),
     valid=(
-        "import torch\ndef f(x: torch.Tensor):\n    if x.shape[0] > 0 and x is not None:\n        return torch.where(x.sum() > 0, x, -x)\n",
+        "import torch\ndef f(x: torch.Tensor):\n    if x.shape[0] > 0:\n        pos = x.sum() > 0\n        return torch.where(\n            pos, x, -x)\n",
     ),
 )
 

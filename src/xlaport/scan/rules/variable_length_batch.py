@@ -26,9 +26,9 @@ RULE = Rule(
     see_also=(),
     position=11,
     invalid=(
-        "from torch.nn.utils.rnn import pad_sequence\nb = pad_sequence(docs, batch_first=True)\nenc = tok(texts, padding=True)\n",
+        "from torch.nn.utils.rnn import (\n    pad_sequence)\nb = pad_sequence(docs, batch_first=True)\nenc = tok(texts, padding=True)\n",
     ),
-    valid=("enc = tok(texts, padding='max_length', max_length=128)\n",),
+    valid=("enc = tok(texts,\n          padding='max_length',\n          max_length=128)\n",),
 )
 
 

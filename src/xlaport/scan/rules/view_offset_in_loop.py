@@ -27,10 +27,10 @@ RULE = Rule(
     see_also=(),
     position=15,
     invalid=(
-        "import torch\nsigmas = torch.linspace(1, 0, 28)\nfor i, t in enumerate(timesteps):\n    s = sigmas[i]\n",
+        "import torch\nsigmas = torch.linspace(\n    1, 0, 28, device=device)\nfor i in range(len(sigmas) - 1):\n    s = sigmas[i]\n    x = step(x, s)\n",
     ),
     valid=(
-        "import torch\nsigmas = torch.linspace(1, 0, 28)\nfor i, t in enumerate(timesteps):\n    s = sigmas.index_select(0, idx)\n    names = labels[i]\n",
+        "import torch\nsigmas = torch.linspace(\n    1, 0, 28, device=device)\nat = torch.zeros(\n    1, dtype=torch.long,\n    device=device)\nfor _ in range(len(sigmas) - 1):\n    s = sigmas.index_select(0, at)\n    x = step(x, s)\n    at += 1\n",
     ),
 )
 
