@@ -307,3 +307,14 @@ def test_a_tensor_made_without_a_device_is_in_host_memory() -> None:
     )
     assert _hits(src, "view-offset-in-loop") == []
     assert _hits(src.replace("dtype=torch.uint8)", "dtype=torch.uint8, device='xla')"), "view-offset-in-loop") == [5]
+
+
+def test_a_loops_index_is_followed_into_the_function_it_calls() -> None:
+    src = (
+        "import torch\ndef step(x, sigmas, i):\n    return x * sigmas[i]\n"
+        "def sample(x, n):\n    sigmas = torch.linspace(1, 0, n, device='xla')\n"
+        "    for i in range(n):\n        x = step(x, sigmas, i)\n    return x\n"
+    )
+    assert _hits(src, "view-offset-in-loop") == [3]
+    once = src.replace("    for i in range(n):\n        x = step(x, sigmas, i)\n", "    x = step(x, sigmas, 0)\n")
+    assert _hits(once, "view-offset-in-loop") == []  # called with a constant, not a loop variable

@@ -56,6 +56,10 @@ class Walker(Semantic):
         self.loop_calls: dict[str, int] = {}
         #: id of a function walked again as one called every step -> the line of the call
         self._per_iteration: dict[int, int] = {}
+        #: callee name -> positions and keywords some loop passed its loop variable to (``denoise(x, sigmas, i)``)
+        self.index_calls: dict[str, set[int | str]] = {}
+        #: id of a function walked again with parameters that hold a caller's loop variable -> those parameters
+        self._index_params: dict[int, set[str]] = {}
         self._seen: set[tuple[str, int, int]] = set()
         self._checks = CHECKS
         self._handlers: dict[type, Any] = {
@@ -215,8 +219,10 @@ class Walker(Semantic):
         fcls = func.__class__
         self.q = self.dotted(func) if fcls in (ast.Name, ast.Attribute) else None
         self.attr = func.attr if fcls is ast.Attribute else (func.id if fcls is ast.Name else "")  # type: ignore[attr-defined]
-        if self.scope.step_loops and self.attr and (fcls is ast.Name or _on_self(func)):
-            self.loop_calls.setdefault(self.attr, node.lineno)
+        if self.scope.loop_vars and self.attr and (fcls is ast.Name or _on_self(func)):
+            self._note_loop_index_args(node)
+            if self.scope.step_loops:
+                self.loop_calls.setdefault(self.attr, node.lineno)
         for fn in self._call_any:
             self.guess = ""
             fn(self, node)
@@ -242,6 +248,14 @@ class Walker(Semantic):
         self.visit_all(node.args)
         for k in node.keywords:
             self.visit(k.value)
+
+    def _note_loop_index_args(self, node: ast.Call) -> None:
+        """Record which arguments of a same-file call are the enclosing loops' variables."""
+        loop = set().union(*self.scope.loop_vars)
+        got: set[int | str] = {i for i, a in enumerate(node.args) if isinstance(a, ast.Name) and a.id in loop}
+        got |= {k.arg for k in node.keywords if k.arg and isinstance(k.value, ast.Name) and k.value.id in loop}
+        if got:
+            self.index_calls.setdefault(self.attr, set()).update(got)
 
     def v_subscript(self, node: ast.Subscript) -> None:
         if node.ctx.__class__ is ast.Load:
@@ -358,7 +372,7 @@ class Walker(Semantic):
         s.loops -= 1
 
     def v_function(self, node: ast.AST) -> None:
-        if id(node) not in self._rewalk and id(node) not in self._per_iteration:
+        if not (id(node) in self._rewalk or id(node) in self._per_iteration or id(node) in self._index_params):
             self._defs.append(node)
         self.run_checks(node)
         decos = node.decorator_list  # type: ignore[attr-defined]
@@ -370,6 +384,8 @@ class Walker(Semantic):
         outer = self.scope
         inner = Scope()
         inner.per_iteration = self._per_iteration.get(id(node), 0)
+        if id(node) in self._index_params:  # called with a loop's variable: its parameter indexes per step too
+            inner.loop_vars.append(set(self._index_params[id(node)]))
         every = [*args.posonlyargs, *args.args, *args.kwonlyargs]
         every += [x for x in (args.vararg, args.kwarg) if x is not None]
         extra = self._rewalk.get(id(node), set())
@@ -463,4 +479,12 @@ def analyse(tree: ast.AST, own_packages: frozenset[str] = frozenset()) -> list[H
         w._per_iteration[id(fn)] = w.loop_calls[fn.name]  # type: ignore[attr-defined]
         w.scope = w.module
         w.visit(fn)
+    # a function a loop passes its variable to (``denoise(x, sigmas, i)``): indexing with that parameter is a view
+    # at a new offset each step too, so it is walked once more with the parameter taken for a loop variable
+    for fn in [f for f in w._defs if f.name in w.index_calls]:  # type: ignore[attr-defined]
+        params = tensor_params(fn, w.index_calls[fn.name])  # type: ignore[attr-defined]
+        if params:
+            w._index_params[id(fn)] = params
+            w.scope = w.module
+            w.visit(fn)
     return w.hits

@@ -1,8 +1,9 @@
 """``view-offset-in-loop``: Tensor indexed by the loop variable.
 
 A device tensor read at the loop variable's position (`sigmas[i]`, `W[:, i]`, `x[i:i + k]`) inside a
-loop: each step is a view at a new storage offset, which the SD3 sampling loop showed recompiling on
-TorchTPU. A tensor already copied to the host, or made there, is not reported.
+loop, or inside a function of the same file that the loop passes its variable to (`step(x, sigmas, i)`):
+each step is a view at a new storage offset, which the SD3 sampling loop showed recompiling on TorchTPU. A
+tensor already copied to the host, or made there, is not reported.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ RULE = Rule(
     position=15,
     invalid=(
         "import torch\nsigmas = torch.linspace(\n    1, 0, 28, device=device)\nfor i in range(len(sigmas) - 1):\n    s = sigmas[i]\n    x = step(x, s)\n",
+        "def step(x, sigmas, i):\n    return x * sigmas[i]\nfor i in range(n):\n    x = step(x, sigmas, i)\n",
     ),
     valid=(
         "import torch\nsigmas = torch.linspace(\n    1, 0, 28, device=device)\nat = torch.zeros(\n    1, dtype=torch.long,\n    device=device)\nfor _ in range(len(sigmas) - 1):\n    s = sigmas.index_select(0, at)\n    x = step(x, s)\n    at += 1\n",
