@@ -318,3 +318,12 @@ def test_a_loops_index_is_followed_into_the_function_it_calls() -> None:
     assert _hits(src, "view-offset-in-loop") == [3]
     once = src.replace("    for i in range(n):\n        x = step(x, sigmas, i)\n", "    x = step(x, sigmas, 0)\n")
     assert _hits(once, "view-offset-in-loop") == []  # called with a constant, not a loop variable
+
+
+def test_a_torch_module_kept_on_self_is_followed_through_the_attribute() -> None:
+    src = (
+        "import torch\nclass L:\n    def __init__(self):\n        self.dev = torch.cuda\n"
+        "    def it(self):\n        s = self.dev.Stream()\n        self.dev.synchronize()\n"
+    )
+    assert _hits(src, "cuda-streams") == [6] and _hits(src, "cuda-api") == [4, 7]
+    assert _hits(src.replace("torch.cuda\n", "make_device()\n"), "cuda-streams") == []

@@ -180,7 +180,10 @@ class Semantic:
             node = node.value
         if node.__class__ is not ast.Name:
             return None
-        head = self.aliases.get(node.id, node.id)
+        name = node.id  # type: ignore[attr-defined]
+        if name == "self" and parts and f"self.{parts[-1]}" in self.aliases:  # `self.dev = torch.cuda`
+            name = f"self.{parts.pop()}"
+        head = self.aliases.get(name, name)
         if parts:
             parts.reverse()
             return head + "." + ".".join(parts)

@@ -277,6 +277,8 @@ class Walker(Semantic):
             host = self.on_host(value)
             for t in targets:
                 self._bind(t, tensor or mask, mask, guessed)
+                if t.__class__ is ast.Attribute and t.value.__class__ is ast.Name and t.value.id == "self":
+                    self._bind_alias(f"self.{t.attr}", value)  # `self.dev = torch.cuda`, then `self.dev.Stream()`
                 if t.__class__ is ast.Name:
                     self._bind_alias(t.id, value)
                     if host:
