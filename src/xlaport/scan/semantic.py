@@ -180,7 +180,7 @@ class Semantic:
             node = node.value
         if node.__class__ is not ast.Name:
             return None
-        name = node.id  # type: ignore[attr-defined]
+        name = node.id
         if name == "self" and parts and f"self.{parts[-1]}" in self.aliases:  # `self.dev = torch.cuda`
             name = f"self.{parts.pop()}"
         head = self.aliases.get(name, name)
