@@ -9,7 +9,8 @@ arithmetic on tensors, parameters annotated ``Tensor``, a module's ``.weight``/`
 ``for x, y in loader``. "Is this on the host?" (:meth:`Semantic.on_host`) follows the common conversions:
 ``.cpu()``, ``.numpy()``, ``.to("cpu")``, NumPy, and torch factories given no device. Aliases
 (:attr:`Semantic.aliases`) come from imports and from assignments of torch paths, conditional expressions
-included (``device_mod = torch.cuda``, ``scope = autocast if ... else nullcontext``).
+included (``device_mod = torch.cuda``, ``scope = autocast if ... else nullcontext``), and on ``self``
+(``self.dev = torch.cuda``, then ``self.dev.Stream()``).
 """
 
 from __future__ import annotations
