@@ -251,9 +251,14 @@ class Walker(Semantic):
 
     def _note_loop_index_args(self, node: ast.Call) -> None:
         """Record which arguments of a same-file call are the enclosing loops' variables."""
-        loop = set().union(*self.scope.loop_vars)
-        got: set[int | str] = {i for i, a in enumerate(node.args) if isinstance(a, ast.Name) and a.id in loop}
-        got |= {k.arg for k in node.keywords if k.arg and isinstance(k.value, ast.Name) and k.value.id in loop}
+        lv = self.scope.loop_vars
+        got: set[int | str] = set()
+        for i, a in enumerate(node.args):
+            if a.__class__ is ast.Name and any(a.id in vs for vs in lv):
+                got.add(i)
+        for k in node.keywords:
+            if k.arg and k.value.__class__ is ast.Name and any(k.value.id in vs for vs in lv):
+                got.add(k.arg)
         if got:
             self.index_calls.setdefault(self.attr, set()).update(got)
 
@@ -425,6 +430,17 @@ class Walker(Semantic):
         self.visit(node.body)
 
 
+def _subscripts_with(fn: ast.AST, names: set[str]) -> bool:
+    """Whether ``fn`` indexes anything with one of ``names`` (only then is a walk with them as loop variables
+    worth its time)."""
+    for n in ast.walk(fn):
+        if n.__class__ is ast.Subscript:
+            sl = n.slice
+            if any(m.__class__ is ast.Name and m.id in names for m in ast.walk(sl)):
+                return True
+    return False
+
+
 def _catches_import_error(h: ast.ExceptHandler) -> bool:
     if h.type is None:
         return True
@@ -485,7 +501,7 @@ def analyse(tree: ast.AST, own_packages: frozenset[str] = frozenset()) -> list[H
     # at a new offset each step too, so it is walked once more with the parameter taken for a loop variable
     for fn in [f for f in w._defs if f.name in w.index_calls]:  # type: ignore[attr-defined]
         params = tensor_params(fn, w.index_calls[fn.name])  # type: ignore[attr-defined]
-        if params:
+        if params and _subscripts_with(fn, params):
             w._index_params[id(fn)] = params
             w.scope = w.module
             w.visit(fn)
