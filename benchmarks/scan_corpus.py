@@ -17,6 +17,7 @@ positive when a label of that rule is on that line, a false positive when there 
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -151,20 +152,22 @@ def load_labels(repo: str) -> Labels:
     return out
 
 
-def findings(repo: str) -> set[Key]:
-    """(file, line, rule) of every finding of a scan of one project's files."""
+@functools.cache
+def findings(repo: str) -> frozenset[Key]:
+    """(file, line, rule) of every finding of a scan of one project's files (scanned once per process).
+
+    A finding's path is shown relative to the working directory when the scanned folder is under it, else
+    relative to the folder; either way it is read back relative to the folder."""
     root = fetch(repo)
     res = scan(root, config=ScanConfig(), jobs=1)
     if res.internal_errors:
         raise RuntimeError(f"internal errors scanning {repo}: {res.internal_errors}")
     out = set()
     for f in res.findings:
-        shown = Path(
-            f.path
-        )  # relative to the working directory where the scanned folder is under it, else to the folder
+        shown = Path(f.path)
         rel = shown.as_posix() if (root / shown).is_file() else Path(os.path.relpath(shown.resolve(), root)).as_posix()
         out.add((rel, f.line, f.rule))
-    return out
+    return frozenset(out)
 
 
 @dataclass

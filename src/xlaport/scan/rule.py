@@ -56,6 +56,11 @@ class Rule:
             raise ValueError(f"rule {self.id!r} needs an id, a why and a fix")
 
     @property
+    def example_file(self) -> str | None:
+        """The file name the examples are scanned as, where it matters to a reader (not a plain ``.py`` file)."""
+        return None if self.example_path.endswith(".py") else self.example_path
+
+    @property
     def docs(self) -> tuple[str, ...]:
         return (self.chapter, *self.see_also) if self.chapter else self.see_also
 
@@ -73,7 +78,7 @@ class Rule:
         if self.finds:
             out += ["What it finds:", para(self.finds), ""]
         out += ["Why:", para(self.why), "", "Fix:", para(self.fix), ""]
-        where = "" if self.example_path.endswith(".py") else f" (in a file named {self.example_path})"
+        where = f" (in a file named {self.example_file})" if self.example_file else ""
         if self.invalid:
             out += [f"Reported{where}:", _indent(self.invalid[0].rstrip("\n")), ""]
         if self.valid:

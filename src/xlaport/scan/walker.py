@@ -472,37 +472,35 @@ def _on_self(func: ast.AST) -> bool:
 def analyse(tree: ast.AST, own_packages: frozenset[str] = frozenset()) -> list[Hit]:
     """Every rule's hits in one walk of ``tree``, in walk order.
 
-    A function whose parameters some call in the same file passes tensors to (and that the first walk
-    did not know as tensors) is walked once more with them known, so ``def sort(a, b): ... if a < b``
-    called as ``sort(t0, t1)`` is seen as a branch on tensors. Hits are reported once. ``own_packages``: the
+    A function the first walk learned something about from its callers in the same file is walked once more
+    with that known: so ``def sort(a, b): ... if a < b`` called as ``sort(t0, t1)`` is seen as a branch on
+    tensors. Hits are reported once. ``own_packages``: the
     top-level packages of the tree being scanned (its imports of itself are not dependencies).
     """
     w = Walker(own_packages)
     w.visit(tree)
-    if w.tensor_args:
-        todo = []
-        for fn in w._defs:
-            got = w.tensor_args.get(fn.name)  # type: ignore[attr-defined]
-            if got:
-                params = tensor_params(fn, got)
-                if params:
-                    todo.append((fn, params))
-        for fn, params in todo:
-            w._rewalk[id(fn)] = params
-            w.scope = w.module
-            w.visit(fn)
-    # a function a loop over a data loader calls every step (``self._train_batch(X, y)``): its host syncs are
-    # per step too, so it is walked once more as if inside that loop (only host-sync-in-loop reads this)
-    for fn in [f for f in w._defs if f.name in w.loop_calls]:  # type: ignore[attr-defined]
-        w._per_iteration[id(fn)] = w.loop_calls[fn.name]  # type: ignore[attr-defined]
+    # One more walk of each function the first walk learned something about, with all of it known at once:
+    # - parameters a call in the same file passes tensors to (``sort(t0, t1)`` for ``def sort(a, b)``);
+    # - a function a loop over a data loader calls every step (``self._train_batch(X, y)``): its host syncs are
+    #   per step too (only host-sync-in-loop reads this);
+    # - parameters a loop passes its variable to (``step(x, sigmas, i)``): indexing with them is a view at a new
+    #   offset each step, so they are taken for loop variables.
+    todo = []
+    for fn in w._defs:
+        name = fn.name  # type: ignore[attr-defined]
+        tensors = tensor_params(fn, w.tensor_args[name]) if name in w.tensor_args else set()
+        index = tensor_params(fn, w.index_calls[name]) if name in w.index_calls else set()
+        if index and not _subscripts_with(fn, index):
+            index = set()
+        if tensors:
+            w._rewalk[id(fn)] = tensors
+        if index:
+            w._index_params[id(fn)] = index
+        if name in w.loop_calls:
+            w._per_iteration[id(fn)] = w.loop_calls[name]
+        if tensors or index or name in w.loop_calls:
+            todo.append(fn)
+    for fn in todo:
         w.scope = w.module
         w.visit(fn)
-    # a function a loop passes its variable to (``denoise(x, sigmas, i)``): indexing with that parameter is a view
-    # at a new offset each step too, so it is walked once more with the parameter taken for a loop variable
-    for fn in [f for f in w._defs if f.name in w.index_calls]:  # type: ignore[attr-defined]
-        params = tensor_params(fn, w.index_calls[fn.name])  # type: ignore[attr-defined]
-        if params and _subscripts_with(fn, params):
-            w._index_params[id(fn)] = params
-            w.scope = w.module
-            w.visit(fn)
     return w.hits

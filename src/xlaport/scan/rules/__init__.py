@@ -162,8 +162,8 @@ def render_page() -> str:
         if r.finds:
             out += [" ".join(r.finds.split()), ""]
         out += [f"**Why.** {r.why}", "", f"**Fix.** {r.fix}", ""]
-        lang = "python" if r.example_path.endswith(".py") else "text"
-        where = "" if r.example_path.endswith(".py") else f" (in a file named `{r.example_path}`)"
+        lang = "text" if r.example_file else "python"
+        where = f" (in a file named `{r.example_file}`)" if r.example_file else ""
         for title, snippets in (("Reported", r.invalid), ("Not reported", r.valid)):
             if snippets:
                 out += [f"{title}{where}:", "", f"```{lang}", snippets[0].rstrip("\n"), "```", ""]

@@ -205,3 +205,14 @@ def _default_of(node: ast.Call) -> tuple[str, ast.AST] | None:
 
 
 _LOOKUPS = frozenset({"getattr", "get", "getenv"})
+
+
+def assigned_name(t: ast.AST) -> str:
+    """The name an assignment target spells: ``device`` for ``device``, ``self.device`` and ``cfg["device"]``."""
+    if isinstance(t, ast.Name):
+        return t.id
+    if isinstance(t, ast.Attribute):
+        return t.attr
+    if isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant) and isinstance(t.slice.value, str):
+        return t.slice.value
+    return ""

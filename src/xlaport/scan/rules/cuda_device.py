@@ -21,6 +21,7 @@ from ._common import (
     _LOOKUPS,
     _argparse_default,
     _default_of,
+    assigned_name,
     bound_string,
     device_string,
 )
@@ -104,8 +105,8 @@ def cuda_device_dict(w: Walker, node: ast.Dict) -> None:
 @check(RULE.id, ast.Assign, ast.AnnAssign)
 def cuda_device_assign(w: Walker, node: Any) -> None:
     for t in w.assign_targets(node):
-        # `device = "cuda"`, and the same on an attribute: `self.device = "cuda" if ... else "cpu"`
-        name = t.id if t.__class__ is ast.Name else t.attr if t.__class__ is ast.Attribute else ""
+        # `device = "cuda"`, and the same on an attribute or a key: `self.device = "cuda" if ... else "cpu"`
+        name = assigned_name(t)
         low = name.lower()
         if "device" in low or low in ("dev", "map_location"):
             s = device_string(node.value)

@@ -21,6 +21,7 @@ from ._common import (
     _default_of,
     _shown,
     _torch_cuda_head,
+    assigned_name,
     bound_string,
     nccl_string,
 )
@@ -125,9 +126,7 @@ def nccl_name(w: Walker, node: ast.Attribute) -> None:
 def nccl_assign(w: Walker, node: Any) -> None:
     """``backend = "nccl"``, and the same on an attribute or a key: ``args.dist_backend = "nccl"``."""
     for t in w.assign_targets(node):
-        name = t.id if t.__class__ is ast.Name else t.attr if t.__class__ is ast.Attribute else ""
-        if t.__class__ is ast.Subscript and t.slice.__class__ is ast.Constant and isinstance(t.slice.value, str):
-            name = t.slice.value
+        name = assigned_name(t)
         if "backend" in name.lower() and nccl_string(node.value):
             shown = name if t.__class__ is ast.Name else ast.unparse(t)
             w.hit(RULE.id, node.value, f'`{shown} = "nccl"`{_NCCL_ON_HOST}', detail="nccl")
