@@ -327,3 +327,9 @@ def test_a_torch_module_kept_on_self_is_followed_through_the_attribute() -> None
     )
     assert _hits(src, "cuda-streams") == [6] and _hits(src, "cuda-api") == [4, 7]
     assert _hits(src.replace("torch.cuda\n", "make_device()\n"), "cuda-streams") == []
+
+
+def test_a_device_or_backend_assigned_to_a_config_key() -> None:
+    assert _hits("cfg = {}\ncfg['device'] = 'cuda'\n", "cuda-device") == [2]
+    assert _hits("cfg = {}\ncfg['dist_backend'] = 'nccl'\n", "nccl-backend") == [2]
+    assert _hits("cfg = {}\ncfg['name'] = 'cuda'\n", "cuda-device") == []
