@@ -28,6 +28,39 @@ def test_not_attempted_prints_so() -> None:
     assert str(c).startswith("buckets: not attempted") and not bool(c)
 
 
+def test_the_guard_handles_no_answer_a_value_and_a_raise() -> None:
+    """``guarded`` answers for every checker: None is not attempted, a value where a function is asked for fails with
+    the checker's form, and an exception from inside the check is a fail that names it."""
+
+    @C.common.guarded("demo", must_be="a function f(x)")
+    def check_demo(f: Any, scale: int = 1) -> C.common.Verdict:
+        return C.common.passes(f"f(2) = {f(2) * scale}")
+
+    _is(check_demo(None), None)
+    _is(check_demo(3), False, "answer must be a function f(x)")
+    _is(check_demo(lambda x: x, scale=3), True, "f(2) = 6")
+    _is(check_demo(lambda x: 1 / 0), False, "could not check this answer: it raised ZeroDivisionError")
+    assert check_demo.__name__ == "check_demo"
+
+
+def test_chapter_modules_are_found_and_match_the_notebooks() -> None:
+    """Each chapter module is found without a list to edit: it is named after a notebook, exports checkers, and what
+    it exports is importable from the package; every checker a notebook imports is there."""
+    stems = {p.stem.removeprefix("01_") for p in (ROOT / "notebooks").glob("*.ipynb")}
+    names = {m.__name__.rsplit(".", 1)[1] for m in C.CHAPTER_MODULES}
+    assert names <= stems, f"not a chapter (add it to SUPPORT_MODULES?): {sorted(names - stems)}"
+    for m in C.CHAPTER_MODULES:
+        assert any(n.startswith("check_") for n in m.__all__), m.__name__
+        for n in m.__all__:
+            assert getattr(C, n) is getattr(m, n) and n in C.__all__
+    imported = set()
+    for p in (ROOT / "notebooks").glob("*.ipynb"):
+        for cell in json.loads(p.read_text())["cells"]:
+            for line in re.findall(r"from xlaport\.exercises import ([^#\n]+)", "".join(cell["source"])):
+                imported |= {n.strip() for n in line.split(",")}
+    assert imported and imported <= set(C.__all__), sorted(imported - set(C.__all__))
+
+
 def test_batch_shapes() -> None:
     x, y = torch.zeros(4, 3), torch.tensor([1, 2, 3, 4])
     _is(C.check_batch_shapes([(x, y), (x, y)], n_items=8), True, "one program", "all 8")

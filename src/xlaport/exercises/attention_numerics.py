@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..text import plural, sci
-from .common import Check, _fail, _none, _ok, guarded, raised
+from .common import Verdict, fails, guarded, passes, raised
 
 __all__ = ["check_finite_attention", "check_masked_softmax", "hidden_attention_inputs", "hidden_masks"]
 
@@ -41,15 +41,10 @@ def _reference(q: Any, k: Any, v: Any) -> Any:
     return torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]), -1) @ v
 
 
-@guarded("finite attention")
-def check_finite_attention(attend: Callable[..., Any] | None, atol: float = 1e-2) -> Check:
+@guarded("finite attention", must_be="a function attend(q, k, v) -> output")
+def check_finite_attention(attend: Callable[..., Any], atol: float = 1e-2) -> Verdict:
     """``attend(q, k, v)`` on fp16 inputs the chapter never shows (:func:`hidden_attention_inputs`): finite forward
     and gradients, and within ``atol`` of softmax(q kᵀ / sqrt(d)) v computed in fp32, ``d`` the inputs' head size."""
-    name = "finite attention"
-    if attend is None:
-        return _none(name)
-    if not callable(attend):
-        return _fail(name, "answer must be a function attend(q, k, v) -> output")
     worst = 0.0
     for inputs in hidden_attention_inputs():
         where = f"on fp16 inputs of shape {tuple(inputs[0].shape)} (head size {inputs[0].shape[-1]})"
@@ -58,21 +53,20 @@ def check_finite_attention(attend: Callable[..., Any] | None, atol: float = 1e-2
             out = attend(*ins)
             out.float().sum().backward()
         except Exception as e:
-            return _fail(name, f"{where}: {raised(e, 'it')}")
+            return fails(f"{where}: {raised(e, 'it')}")
         if not _finite(out):
-            return _fail(name, f"{where}: {int((~out.isfinite()).sum())} non-finite outputs in {out.dtype}")
+            return fails(f"{where}: {int((~out.isfinite()).sum())} non-finite outputs in {out.dtype}")
         bad = [n for n, x in zip("qkv", ins) if not _finite(x.grad)]
         if bad:
-            return _fail(name, f"{where}: forward finite, gradient of {', '.join(bad)} is not")
+            return fails(f"{where}: forward finite, gradient of {', '.join(bad)} is not")
         err = float((out.detach().double() - _reference(*inputs).double()).abs().max())
         if not err <= atol:
-            return _fail(
-                name,
+            return fails(
                 f"{where}: finite, but {err:.2e} from the fp32 reference softmax(q kᵀ / sqrt({inputs[0].shape[-1]})) v "
                 f"(tolerance {atol:.0e})",
             )
         worst = max(worst, err)
-    return _ok(name, f"forward and gradients finite in fp16 on 3 unseen inputs, {sci(worst)} from the fp32 reference")
+    return passes(f"forward and gradients finite in fp16 on 3 unseen inputs, {sci(worst)} from the fp32 reference")
 
 
 def hidden_masks() -> list[tuple[Any, Any]]:
@@ -90,17 +84,12 @@ def hidden_masks() -> list[tuple[Any, Any]]:
     return [(s1, k1), (s2, k2)]
 
 
-@guarded("masked softmax")
-def check_masked_softmax(softmax: Callable[..., Any] | None) -> Check:
+@guarded("masked softmax", must_be="a function softmax(scores, keep) -> probabilities")
+def check_masked_softmax(softmax: Callable[..., Any]) -> Verdict:
     """``softmax(scores, keep)`` on masks the chapter never shows (:func:`hidden_masks`): rows with nothing kept give
     0, the others match a softmax over the kept positions, forward and backward finite."""
     import torch
 
-    name = "masked softmax"
-    if softmax is None:
-        return _none(name)
-    if not callable(softmax):
-        return _fail(name, "answer must be a function softmax(scores, keep) -> probabilities")
     masks = hidden_masks()
     worst, empty = 0.0, 0
     for scores, keep in masks:
@@ -110,27 +99,24 @@ def check_masked_softmax(softmax: Callable[..., Any] | None) -> Check:
             p = softmax(s, keep.clone())
             (p * torch.arange(p.shape[-1], dtype=p.dtype)).sum().backward()
         except Exception as e:
-            return _fail(name, f"{where}: {raised(e, 'it')}")
+            return fails(f"{where}: {raised(e, 'it')}")
         if tuple(p.shape) != tuple(scores.shape):
-            return _fail(name, f"{where}: output shape {tuple(p.shape)}")
+            return fails(f"{where}: output shape {tuple(p.shape)}")
         none_kept = ~keep.any(-1)
         n_empty = int(none_kept.sum())
         if not _finite(p):
-            return _fail(
-                name, f"{where}: {plural(n_empty, 'fully masked row')} {_verb(n_empty)} non-finite probabilities"
-            )
+            return fails(f"{where}: {plural(n_empty, 'fully masked row')} {_verb(n_empty)} non-finite probabilities")
         if not _finite(s.grad):
-            return _fail(name, f"{where}: forward finite, but the gradient through a fully masked row is NaN")
+            return fails(f"{where}: forward finite, but the gradient through a fully masked row is NaN")
         if bool((p[none_kept] != 0).any()):
-            return _fail(name, f"{where}: fully masked rows must give 0, not a distribution over masked keys")
+            return fails(f"{where}: fully masked rows must give 0, not a distribution over masked keys")
         ref = torch.softmax(scores.float().masked_fill(~keep, float("-inf")), -1)
         rows = ~none_kept
         err = float((p.detach().float()[rows] - ref[rows]).abs().max())
         if not err <= 1e-3:
-            return _fail(name, f"{where}: rows with kept keys are {err:.2e} from a softmax over the kept positions")
+            return fails(f"{where}: rows with kept keys are {err:.2e} from a softmax over the kept positions")
         worst, empty = max(worst, err), empty + n_empty
-    return _ok(
-        name,
+    return passes(
         f"on {len(masks)} unseen masks {plural(empty, 'fully masked row')} {_verb(empty)} 0, gradients finite, other "
         f"rows exact to {sci(worst, 0)}",
     )

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..text import plural
-from .common import ArgumentError, Check, _fail, _none, _ok, guarded, raised
+from .common import ArgumentError, Verdict, fails, guarded, passes, raised
 
 __all__ = ["check_scan_clean", "check_step_port", "check_collate", "hidden_documents", "HIDDEN_SEEDS"]
 
@@ -72,34 +72,28 @@ def _check_rules(rules: Iterable[str]) -> set[str]:
     return want
 
 
-@guarded("scan clean")
-def check_scan_clean(source: str | None, rules: Iterable[str], keep: Iterable[str] = (), run: bool = False) -> Check:
+@guarded("scan clean", arguments=_check_rules)
+def check_scan_clean(source: str, rules: Iterable[str], keep: Iterable[str] = (), run: bool = False) -> Verdict:
     """``source`` (a Python file as a string) has no finding of ``rules`` left, still parses, and still defines or
     calls every name in ``keep`` (so that deleting the code is not a port: ``keep=["backward", "step"]``). With
     ``run``, the source is also executed on the CPU target (``xlaport.target`` gives it whatever it asks for) and must
     leave a module whose parameters got gradients: the port still trains."""
     import torch
 
-    name = "scan clean"
-    want = _check_rules(rules)
-    keep = list(keep)
-    if source is None:
-        return _none(name)
-    problem = _scan_problem(source, want, keep)
+    want = set(rules)
+    problem = _scan_problem(source, want, list(keep))
     if problem:
-        return _fail(name, problem)
+        return fails(problem)
     if run:
         try:
             ns = _run_on_cpu(source)
         except Exception as e:
-            return _fail(name, f"the scan is clean, but the port does not run on the CPU: {raised(e, 'it')}")
+            return fails(f"the scan is clean, but the port does not run on the CPU: {raised(e, 'it')}")
         modules = [v for v in ns.values() if isinstance(v, torch.nn.Module)]
         if not any(p.grad is not None for m in modules for p in m.parameters()):
-            return _fail(
-                name, "the scan is clean and the port runs, but no model got gradients: the step does not train"
-            )
-        return _ok(name, f"no {', '.join(sorted(want))} finding left, and the step trains on the CPU target")
-    return _ok(name, f"no {', '.join(sorted(want))} finding left")
+            return fails("the scan is clean and the port runs, but no model got gradients: the step does not train")
+        return passes(f"no {', '.join(sorted(want))} finding left, and the step trains on the CPU target")
+    return passes(f"no {', '.join(sorted(want))} finding left")
 
 
 # The seeds check_step_port runs a port with: the chapter never shows a run with them.
@@ -124,8 +118,13 @@ def _cuda_step_on_cpu(seed: int) -> tuple[dict[str, Any], dict[str, Any]]:
     return before, {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
-@guarded("step port")
-def check_step_port(source: str | None, seeds: tuple[int, ...] = HIDDEN_SEEDS) -> Check:
+def _check_seeds(seeds: tuple[int, ...]) -> None:
+    if not seeds or not all(isinstance(s, int) for s in seeds):
+        raise ArgumentError(f"seeds must be whole numbers, got {seeds!r}")
+
+
+@guarded("step port", arguments=_check_seeds)
+def check_step_port(source: str, seeds: tuple[int, ...] = HIDDEN_SEEDS) -> Verdict:
     """``source``, a port of the chapter's CUDA training step, has no ``cuda-device``, ``cuda-api`` or ``cuda-amp``
     finding left and still calls ``backward`` and ``step``; run on the CPU target from each of ``seeds`` (seeds the
     chapter never shows), it makes the same update as the CUDA step, computed here in float32 from the same seed: the
@@ -133,42 +132,35 @@ def check_step_port(source: str | None, seeds: tuple[int, ...] = HIDDEN_SEEDS) -
     room for a port that runs the step in bfloat16."""
     import torch
 
-    name = "step port"
-    if not seeds or not all(isinstance(s, int) for s in seeds):
-        raise ArgumentError(f"seeds must be whole numbers, got {seeds!r}")
-    if source is None:
-        return _none(name)
     problem = _scan_problem(source, set(STEP_RULES), STEP_KEEP)
     if problem:
-        return _fail(name, problem)
+        return fails(problem)
     for seed in seeds:
         before, want = _cuda_step_on_cpu(seed)
         torch.manual_seed(seed)
         try:
             ns = _run_on_cpu(source)
         except Exception as e:
-            return _fail(name, f"the scan is clean, but the port does not run on the CPU: {raised(e, 'it')}")
+            return fails(f"the scan is clean, but the port does not run on the CPU: {raised(e, 'it')}")
         modules = [v for v in ns.values() if isinstance(v, torch.nn.Module)]
         if not modules:
-            return _fail(name, "the port leaves no model behind (keep the CUDA step's `model`)")
+            return fails("the port leaves no model behind (keep the CUDA step's `model`)")
         got = {k: v.detach().float().cpu() for k, v in modules[0].state_dict().items()}
         if set(got) != set(want) or any(got[k].shape != want[k].shape for k in want):
             shapes = {k: tuple(v.shape) for k, v in got.items()}
-            return _fail(name, f"the port's model is not the CUDA step's 64x64 linear layer: {shapes}")
+            return fails(f"the port's model is not the CUDA step's 64x64 linear layer: {shapes}")
         step = torch.cat([(want[k] - before[k]).flatten() for k in sorted(want)])
         mine = torch.cat([(got[k] - before[k]).flatten() for k in sorted(want)])
         if not bool(mine.abs().sum() > 0):
-            return _fail(name, f"from seed {seed} (one you did not see) the port's step left the weights unchanged")
+            return fails(f"from seed {seed} (one you did not see) the port's step left the weights unchanged")
         off = float((mine - step).norm() / step.norm())
         if off > 0.05:
-            return _fail(
-                name,
+            return fails(
                 f"from seed {seed} (one you did not see) the port's update differs from the CUDA step's by "
                 f"{off:.0%} of its size: keep its model, data, loss, optimiser, learning rate and their order; "
                 "change only where it runs",
             )
-    return _ok(
-        name,
+    return passes(
         f"no {', '.join(STEP_RULES)} finding left, and from {plural(len(seeds), 'unseen seed')} the port's step "
         "updates the weights as the CUDA step does",
     )
@@ -188,45 +180,44 @@ def hidden_documents() -> list[list[Any]]:
     return out
 
 
-@guarded("collate")
-def check_collate(source: str | None, max_shapes: int = 4) -> Check:
+def _check_max_shapes(max_shapes: int) -> None:
+    if max_shapes < 1:
+        raise ArgumentError(f"max_shapes must be >= 1, got {max_shapes!r}")
+
+
+@guarded("collate", arguments=_check_max_shapes)
+def check_collate(source: str, max_shapes: int = 4) -> Verdict:
     """``source`` defines ``collate(docs) -> (batch, length)`` tensor without a ``variable-length-batch`` finding;
     run on :func:`hidden_documents`, every row starts with its document, the rest is padding (0), and the batches
     take at most ``max_shapes`` lengths (a few buckets, each one compiled once)."""
     import torch
 
-    name = "collate"
-    if max_shapes < 1:
-        raise ArgumentError(f"max_shapes must be >= 1, got {max_shapes!r}")
-    if source is None:
-        return _none(name)
     problem = _scan_problem(source, {"variable-length-batch"}, ["collate"])
     if problem:
-        return _fail(name, problem)
+        return fails(problem)
     try:
         ns = _run_on_cpu(source)
         collate = ns["collate"]
     except Exception as e:
-        return _fail(name, f"the source does not run: {raised(e, 'it')}")
+        return fails(f"the source does not run: {raised(e, 'it')}")
     lengths = set()
     for i, docs in enumerate(hidden_documents()):
         where = f"batch {i} ({len(docs)} documents, the longest {max(len(d) for d in docs)} tokens)"
         try:
             out = collate([d.clone() for d in docs])
         except Exception as e:
-            return _fail(name, f"{where}: collate {raised(e)}")
+            return fails(f"{where}: collate {raised(e)}")
         if not isinstance(out, torch.Tensor) or out.dim() != 2 or out.shape[0] != len(docs):
-            return _fail(name, f"{where}: collate must return a (documents, length) tensor")
+            return fails(f"{where}: collate must return a (documents, length) tensor")
         for r, d in enumerate(docs):
             if out.shape[1] < len(d) or not torch.equal(out[r, : len(d)].to(d.dtype), d):
-                return _fail(name, f"{where}: row {r} does not start with its document (truncated or reordered)")
+                return fails(f"{where}: row {r} does not start with its document (truncated or reordered)")
             if bool((out[r, len(d) :] != 0).any()):
-                return _fail(name, f"{where}: row {r} is padded with something other than 0")
+                return fails(f"{where}: row {r} is padded with something other than 0")
         lengths.add(int(out.shape[1]))
     if len(lengths) > max_shapes:
-        return _fail(
-            name,
+        return fails(
             f"24 batches came out in {len(lengths)} lengths, so {len(lengths)} programs: pad to a few fixed bucket "
             f"lengths (at most {max_shapes}), not to each batch's longest document",
         )
-    return _ok(name, f"24 unseen batches in {plural(len(lengths), 'length')} {sorted(lengths)}; every document kept")
+    return passes(f"24 unseen batches in {plural(len(lengths), 'length')} {sorted(lengths)}; every document kept")

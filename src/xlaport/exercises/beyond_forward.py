@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..text import plural, sci
-from .common import ArgumentError, Check, _fail, _none, _ok, guarded, raised
+from .common import ArgumentError, Verdict, fails, guarded, passes, raised
 
 __all__ = [
     "check_packing",
@@ -64,13 +64,25 @@ def _plan_verdict(
     return True, f"(row_len {row_len}, rows_per_batch {rows_per_batch}) for {batches} batches, {waste:.1%} padding"
 
 
-@guarded("packing plan")
+def _check_packing_arguments(tokens_per_batch: tuple[int, int], max_waste: float) -> None:
+    lo, hi = (int(v) for v in tokens_per_batch)
+    if not 1 <= lo <= hi:
+        raise ArgumentError(f"tokens_per_batch must be (least, most) with 1 <= least <= most, got {tokens_per_batch!r}")
+    if not 0 <= max_waste < 1:
+        raise ArgumentError(f"max_waste must be a share in [0, 1), got {max_waste!r}")
+
+
+@guarded(
+    "packing plan",
+    must_be="a function plan(lengths, tokens_per_batch, max_waste) -> (row_len, rows)",
+    arguments=_check_packing_arguments,
+)
 def check_packing(
-    plan: Callable[..., Any] | None,
+    plan: Callable[..., Any],
     tokens_per_batch: tuple[int, int],
     max_waste: float,
     strategy: str = "first_fit",
-) -> Check:
+) -> Verdict:
     """``plan(lengths, tokens_per_batch, max_waste) -> (row_len, rows_per_batch)`` for packing documents of
     ``lengths`` whole (never split), run on jobs the chapter never shows (:func:`hidden_document_lengths`): one batch
     shape, ``tokens_per_batch = (least, most)`` positions per batch, and at most ``max_waste`` of them padding.
@@ -78,33 +90,24 @@ def check_packing(
     The rows are those :func:`xlaport.recompile.packing.pack` builds with ``strategy``; the last batch is filled
     up with rows of padding, as :func:`~xlaport.recompile.packing.pack_documents` does.
     """
-    name = "packing plan"
     lo, hi = (int(v) for v in tokens_per_batch)
-    if not 1 <= lo <= hi:
-        raise ArgumentError(f"tokens_per_batch must be (least, most) with 1 <= least <= most, got {tokens_per_batch!r}")
-    if not 0 <= max_waste < 1:
-        raise ArgumentError(f"max_waste must be a share in [0, 1), got {max_waste!r}")
-    if plan is None:
-        return _none(name)
-    if not callable(plan):
-        return _fail(name, "answer must be a function plan(lengths, tokens_per_batch, max_waste) -> (row_len, rows)")
     done = []
     for lens in hidden_document_lengths():
         where = f"on {len(lens)} documents of {min(lens)}-{max(lens)} tokens"
         try:
             got = plan(list(lens), (lo, hi), max_waste)
         except Exception as e:
-            return _fail(name, f"{where}: {raised(e, 'it')}")
+            return fails(f"{where}: {raised(e, 'it')}")
         try:
             row_len, rows_per_batch = (int(v) for v in got)
         except (TypeError, ValueError):
-            return _fail(name, f"{where}: it must return (row_len, rows_per_batch), e.g. (128, 2); got {got!r:.40}")
+            return fails(f"{where}: it must return (row_len, rows_per_batch), e.g. (128, 2); got {got!r:.40}")
         ok, why = _plan_verdict(lens, row_len, rows_per_batch, lo, hi, max_waste, strategy)
         if not ok:
-            return _fail(name, f"{where}: {why}")
+            return fails(f"{where}: {why}")
         done.append(why)
-    return _ok(
-        name, f"one shape per job, so no compile after the first step, on {len(done)} unseen jobs: " + "; ".join(done)
+    return passes(
+        f"one shape per job, so no compile after the first step, on {len(done)} unseen jobs: " + "; ".join(done)
     )
 
 
@@ -163,31 +166,32 @@ def _tied_verdict(move: Callable[..., Any], model: Any, device: Any, tied: list[
     return None
 
 
-@guarded("tied weights")
-def check_tied_weights(move: Callable[..., Any] | None, build: Callable[[], Any], device: Any) -> Check:
+def _check_build(build: Callable[[], Any]) -> None:
+    if not _tied_groups(build()):
+        raise ArgumentError("the model built has no tied weights: nothing to check")
+
+
+_MOVE = "a function move(model, device) -> model, not a model"
+
+
+@guarded("tied weights", must_be=_MOVE, arguments=_check_build)
+def check_tied_weights(move: Callable[..., Any], build: Callable[[], Any], device: Any) -> Verdict:
     """``move(model, device) -> model`` (or ``None``: the model moved in place): every parameter on ``device``, and
     the parameters that share one tensor on the CPU (tied weights) still share one after the move; run on the
     chapter's model (``build()``) and on a model the chapter never shows (:func:`hidden_tied_model`)."""
-    name = "tied weights"
-    if move is None:
-        if not _tied_groups(build()):
-            raise ArgumentError("the model built has no tied weights: nothing to check")
-        return _none(name)
-    if not callable(move) or hasattr(move, "parameters"):
-        return _fail(name, "answer must be a function move(model, device) -> model, not a model")
+    if hasattr(move, "parameters"):  # a model is callable too
+        return fails(f"answer must be {_MOVE}")
     counts = []
     for builder in (build, hidden_tied_model):
         model = builder()  # one build per model: its tied groups are read before the move
         groups = _tied_groups(model)
-        if not groups:
-            raise ArgumentError("the model built has no tied weights: nothing to check")
         why = _tied_verdict(move, model, device, groups)
         if why is not None:
             shared = "; ".join(" = ".join(names) for names in groups)
-            return _fail(name, f"on a model with {shared} tied: {why}")
+            return fails(f"on a model with {shared} tied: {why}")
         counts.append("; ".join(" = ".join(names) for names in groups))
     want = getattr(device, "type", str(device).split(":")[0])
-    return _ok(name, f"every parameter on {want}, and still one tensor: " + " | ".join(counts))
+    return passes(f"every parameter on {want}, and still one tensor: " + " | ".join(counts))
 
 
 def fresh_inputs(inputs: Any, model: Any, seed: int = 8128) -> Any:
@@ -223,15 +227,22 @@ def _call(model: Any, inputs: Any) -> Any:
     return model(**inputs) if isinstance(inputs, Mapping) else model(inputs)
 
 
-@guarded("matmul precision")
+def _check_target(target: Any) -> None:
+    from ..numerics import precision
+
+    if precision.rule(target) is None:
+        raise ArgumentError("the target has no matmul_precision rule: pass the tpu profile (xlaport.profile('tpu'))")
+
+
+@guarded("matmul precision", must_be="a function forward(model, inputs) -> logits", arguments=_check_target)
 def check_matmul_precision(
-    forward: Callable[..., Any] | None,
+    forward: Callable[..., Any],
     cpu_model: Any,
     device_model: Any,
     inputs: Any,
     target: Any,
     tolerance: tuple[float, float],
-) -> Check:
+) -> Verdict:
     """``forward(model, inputs) -> logits`` run on ``device_model`` with ``target``'s default float32 matmul precision
     in effect (:func:`xlaport.numerics.precision.emulate`), on inputs the chapter never shows (:func:`fresh_inputs`:
     the shapes of ``inputs``, other values): the logits pass an ``allclose(atol, rtol)`` test against ``cpu_model``'s
@@ -240,14 +251,7 @@ def check_matmul_precision(
 
     from ..numerics import precision
 
-    name = "matmul precision"
     atol, rtol = (float(v) for v in tolerance)
-    if precision.rule(target) is None:
-        raise ArgumentError("the target has no matmul_precision rule: pass the tpu profile (xlaport.profile('tpu'))")
-    if forward is None:
-        return _none(name)
-    if not callable(forward):
-        return _fail(name, "answer must be a function forward(model, inputs) -> logits")
     first = next(iter(device_model.parameters()))
     unseen = fresh_inputs(inputs, cpu_model)
     with torch.no_grad():
@@ -257,14 +261,14 @@ def check_matmul_precision(
             out = forward(device_model, _to(unseen, first.device))
             used = precision.current_mode()
     except Exception as e:
-        return _fail(name, raised(e, "it"))
+        return fails(raised(e, "it"))
     logits = getattr(out, "logits", out)
     if not isinstance(logits, torch.Tensor):
-        return _fail(name, f"it returned a {type(logits).__name__}, not the logits")
+        return fails(f"it returned a {type(logits).__name__}, not the logits")
     if logits.device.type != first.device.type:
-        return _fail(name, f"the logits came from {logits.device.type}, not the model's {first.device.type}")
+        return fails(f"the logits came from {logits.device.type}, not the model's {first.device.type}")
     if tuple(logits.shape) != tuple(reference.shape):
-        return _fail(name, f"logits of shape {tuple(logits.shape)}, the model gives {tuple(reference.shape)}")
+        return fails(f"logits of shape {tuple(logits.shape)}, the model gives {tuple(reference.shape)}")
     c = precision.compare(logits.cpu(), reference)
     at = (
         "at the device's own setting"
@@ -272,10 +276,9 @@ def check_matmul_precision(
         else f"at {used!r} ({plural(precision.PASSES[used], 'pass', 'passes')})"
     )
     if not c.passes(atol, rtol):
-        return _fail(
-            name,
+        return fails(
             f"on inputs this chapter never shows, {at} the logits need tolerance {c.tol_needed:.1e}; the test allows "
             f"atol={atol:g}, rtol={rtol:g}"
             + (f" ({used!r} is the target's default)" if used is not None and used == default else ""),
         )
-    return _ok(name, f"on unseen inputs, {at} the logits need {sci(c.tol_needed)}: within atol={atol:g}, rtol={rtol:g}")
+    return passes(f"on unseen inputs, {at} the logits need {sci(c.tol_needed)}: within atol={atol:g}, rtol={rtol:g}")

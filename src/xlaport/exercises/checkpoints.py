@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from .common import Check, _fail, _none, _ok, guarded, raised
+from .common import Verdict, fails, guarded, passes, raised
 
 __all__ = ["check_reshard_reads", "check_shard_rows", "HIDDEN_RESHARDS", "HIDDEN_SPLITS"]
 
@@ -24,15 +24,10 @@ def _reads(rows: int, saved: int, new: int, rank: int) -> list[tuple[int, int, i
     return out
 
 
-@guarded("resharded reads")
-def check_reshard_reads(reads: Callable[..., Any] | None) -> Check:
+@guarded("resharded reads", must_be="a function reads(rows, saved_ranks, new_ranks, rank)")
+def check_reshard_reads(reads: Callable[..., Any]) -> Verdict:
     """``reads(rows, saved_ranks, new_ranks, rank) -> [(saved_rank, first_row, end_row), ...]`` on
     :data:`HIDDEN_RESHARDS`."""
-    name = "resharded reads"
-    if reads is None:
-        return _none(name)
-    if not callable(reads):
-        return _fail(name, "answer must be a function reads(rows, saved_ranks, new_ranks, rank)")
     done = []
     for rows, saved, new, rank in HIDDEN_RESHARDS:
         want = _reads(rows, saved, new, rank)
@@ -40,7 +35,7 @@ def check_reshard_reads(reads: Callable[..., Any] | None) -> Check:
         try:
             got = [tuple(int(v) for v in piece) for piece in reads(rows, saved, new, rank)]
         except Exception as e:
-            return _fail(name, f"{where}: {raised(e, 'it')} (return a list of (saved_rank, first_row, end_row))")
+            return fails(f"{where}: {raised(e, 'it')} (return a list of (saved_rank, first_row, end_row))")
         if got == want:
             done.append(f"{len(got)} piece{'s' if len(got) != 1 else ''}")
             continue
@@ -51,22 +46,17 @@ def check_reshard_reads(reads: Callable[..., Any] | None) -> Check:
             hint = ": a new rank does not read the saved rank of the same number; it reads whatever overlaps its rows"
         elif len(got) < len(want):
             hint = ": a block can straddle several saved blocks"
-        return _fail(name, f"{where}: {got}, expected {want}{hint}")
-    return _ok(name, f"right on {len(done)} unseen reshardings: {', '.join(done)}")
+        return fails(f"{where}: {got}, expected {want}{hint}")
+    return passes(f"right on {len(done)} unseen reshardings: {', '.join(done)}")
 
 
 #: (rows, ranks) the FSDP2 split check asks about.
 HIDDEN_SPLITS = ((10, 4), (7, 3), (5, 8), (64, 8), (1, 2), (9, 4))
 
 
-@guarded("FSDP2 row split")
-def check_shard_rows(split: Callable[..., Any] | None) -> Check:
+@guarded("FSDP2 row split", must_be="a function split(rows, ranks) returning a list of row counts")
+def check_shard_rows(split: Callable[..., Any]) -> Verdict:
     """``split(rows, ranks) -> [rows on each rank]`` as ``torch.chunk`` splits them, on :data:`HIDDEN_SPLITS`."""
-    name = "FSDP2 row split"
-    if split is None:
-        return _none(name)
-    if not callable(split):
-        return _fail(name, "answer must be a function split(rows, ranks) returning a list of row counts")
     done = []
     for rows, ranks in HIDDEN_SPLITS:
         chunk = math.ceil(rows / ranks)
@@ -75,7 +65,7 @@ def check_shard_rows(split: Callable[..., Any] | None) -> Check:
         try:
             got = [int(v) for v in split(rows, ranks)]
         except Exception as e:
-            return _fail(name, f"{where}: {raised(e, 'it')}")
+            return fails(f"{where}: {raised(e, 'it')}")
         if got == want:
             done.append(str(got))
             continue
@@ -88,5 +78,5 @@ def check_shard_rows(split: Callable[..., Any] | None) -> Check:
             hint = ": torch.chunk gives the full chunks to the first ranks and leaves the last ones short"
         elif max(got) - min(got) <= 1:
             hint = ": that is an even spread; torch.chunk gives every rank ceil(rows / ranks) until the rows run out"
-        return _fail(name, f"{where}: {got}, expected {want}{hint}")
-    return _ok(name, f"right on {len(done)} unseen splits: {'; '.join(done)}")
+        return fails(f"{where}: {got}, expected {want}{hint}")
+    return passes(f"right on {len(done)} unseen splits: {'; '.join(done)}")

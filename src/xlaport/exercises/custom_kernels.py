@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..text import sci
-from .common import ArgumentError, Check, _fail, _ints, _none, _ok, guarded, raised
+from .common import ArgumentError, Verdict, _ints, fails, guarded, passes, raised
 
 __all__ = ["check_kernel_port", "check_block_shape", "hidden_rows", "HIDDEN_ARRAYS"]
 
@@ -25,20 +25,18 @@ def hidden_rows() -> list[tuple[Any, Any]]:
     return [(x1, w1), (x2, w2)]
 
 
-@guarded("kernel port")
-def check_kernel_port(fn: Callable[..., Any] | None, reference: Callable[..., Any], tol: float) -> Check:
+def _check_reference(reference: Callable[..., Any]) -> None:
+    if not callable(reference):
+        raise ArgumentError("reference must be the kernel, a function (x, w) -> y")
+
+
+@guarded("kernel port", must_be="a function rmsnorm(x, w) -> y", arguments=_check_reference)
+def check_kernel_port(fn: Callable[..., Any], reference: Callable[..., Any], tol: float) -> Verdict:
     """A port ``fn(x, w)`` of a row-wise kernel ``reference(x, w)`` (normalising over the last dimension): forward and
     the gradients of ``x`` and ``w`` within ``tol`` of the reference (gradients relative to their largest value when it
     is above 1) on inputs the chapter never shows (:func:`hidden_rows`)."""
     import torch
 
-    name = "kernel port"
-    if not callable(reference):
-        raise ArgumentError("reference must be the kernel, a function (x, w) -> y")
-    if fn is None:
-        return _none(name)
-    if not callable(fn):
-        return _fail(name, "answer must be a function rmsnorm(x, w) -> y")
     worst_f = worst_g = 0.0
     for inputs in hidden_rows():
         where = f"on x of shape {tuple(inputs[0].shape)}"
@@ -47,11 +45,11 @@ def check_kernel_port(fn: Callable[..., Any] | None, reference: Callable[..., An
         try:
             ya = fn(*a)
         except Exception as e:
-            return _fail(name, f"{where}: {raised(e, 'it')}")
+            return fails(f"{where}: {raised(e, 'it')}")
         yb = reference(*b)
         if not isinstance(ya, torch.Tensor) or tuple(ya.shape) != tuple(yb.shape):
-            return _fail(
-                name, f"{where}: output shape {tuple(getattr(ya, 'shape', ()))}, the reference gives {tuple(yb.shape)}"
+            return fails(
+                f"{where}: output shape {tuple(getattr(ya, 'shape', ()))}, the reference gives {tuple(yb.shape)}"
             )
         err = float((ya.detach() - yb.detach()).abs().max())
         if not math.isfinite(err) or err > tol:
@@ -59,29 +57,27 @@ def check_kernel_port(fn: Callable[..., Any] | None, reference: Callable[..., An
             hint = (
                 " (a row of zeros is in it: keep eps inside the square root)" if not math.isfinite(err) and zero else ""
             )
-            return _fail(name, f"{where}: forward max |error| {err:.2e} > {tol:.0e}{hint}")
+            return fails(f"{where}: forward max |error| {err:.2e} > {tol:.0e}{hint}")
         g = torch.randn(yb.shape, generator=torch.Generator().manual_seed(5))
         yb.backward(g)
         try:
             ya.backward(g)
         except RuntimeError:
-            return _fail(name, f"{where}: the output has no gradient: the port is not differentiable")
+            return fails(f"{where}: the output has no gradient: the port is not differentiable")
         for i, (xa, xb) in enumerate(zip(a, b)):
             if xa.grad is None:
-                return _fail(name, f"{where}: no gradient for input {i}: the port is not differentiable")
+                return fails(f"{where}: no gradient for input {i}: the port is not differentiable")
             gerr = float((xa.grad - xb.grad).abs().max())
             scale = max(1.0, float(xb.grad.abs().max()))  # a row of zeros has gradients of 1/sqrt(eps)
             if not math.isfinite(gerr) or gerr > tol * scale:
-                return _fail(
-                    name,
+                return fails(
                     f"{where}: gradient of input {i}: max |error| {gerr:.2e} > {tol:.0e}"
                     + (f" x {scale:.3g} (the gradient's scale)" if scale > 1 else ""),
                 )
             gerr /= scale
             worst_g = max(worst_g, gerr)
         worst_f = max(worst_f, err)
-    return _ok(
-        name,
+    return passes(
         f"on 2 inputs the chapter never shows: forward {sci(worst_f)}, gradients {sci(worst_g)} from the reference "
         f"(tolerance {tol:.0e})",
     )
@@ -91,22 +87,17 @@ def check_kernel_port(fn: Callable[..., Any] | None, reference: Callable[..., An
 HIDDEN_ARRAYS = ((24, 96), (1000, 4096), (5, 300), (300, 128), (7, 1), (64, 200))
 
 
-@guarded("block shape")
+@guarded("block shape", must_be="a function block_for((rows, cols)) -> (block_rows, block_cols)")
 def check_block_shape(
-    block_for: Callable[[tuple[int, int]], Sequence[int]] | None,
+    block_for: Callable[[tuple[int, int]], Sequence[int]],
     tile: tuple[int, int] = (8, 128),
     max_rows: int = 64,
-) -> Check:
+) -> Verdict:
     """``block_for((rows, cols)) -> (block_rows, block_cols)``: a Pallas TPU block for a row-wise kernel such as
     RMSNorm, on arrays the chapter never shows (:data:`HIDDEN_ARRAYS`). Each of the block's dims is a multiple of the
     ``tile`` (8, 128) or the array's whole dim; a block takes whole rows (the kernel reduces over them) and at most
     ``max_rows`` of them (a few rows, so the work splits over a grid)."""
-    name = "block shape"
     tile = (int(tile[0]), int(tile[1]))
-    if block_for is None:
-        return _none(name)
-    if not callable(block_for):
-        return _fail(name, "answer must be a function block_for((rows, cols)) -> (block_rows, block_cols)")
     grids = []
     for shape in HIDDEN_ARRAYS:
         where = f"for a {shape[0]} x {shape[1]} array"
@@ -114,24 +105,22 @@ def check_block_shape(
             got = block_for((int(shape[0]), int(shape[1])))
             blk = _ints("block", got)
         except ArgumentError as e:
-            return _fail(name, f"{where}: {e}")
+            return fails(f"{where}: {e}")
         except Exception as e:
-            return _fail(name, f"{where}: {raised(e, 'it')}")
+            return fails(f"{where}: {raised(e, 'it')}")
         if len(blk) != 2:
-            return _fail(name, f"{where}: block {tuple(blk)} has {len(blk)} dims, the array 2")
+            return fails(f"{where}: block {tuple(blk)} has {len(blk)} dims, the array 2")
         for axis, (b, n, t) in enumerate(zip(blk, shape, tile)):
             if b > n:
-                return _fail(name, f"{where}: dim {axis}: block {b} is larger than the array's {n}")
+                return fails(f"{where}: dim {axis}: block {b} is larger than the array's {n}")
             if b % t and b != n:
-                return _fail(name, f"{where}: dim {axis}: block {b} is neither a multiple of {t} nor the full dim {n}")
+                return fails(f"{where}: dim {axis}: block {b} is neither a multiple of {t} nor the full dim {n}")
         if blk[1] != shape[1]:
-            return _fail(
-                name, f"{where}: block of {blk[1]} columns: a row-wise norm needs whole rows, all {shape[1]} columns"
+            return fails(
+                f"{where}: block of {blk[1]} columns: a row-wise norm needs whole rows, all {shape[1]} columns"
             )
         if blk[0] > max_rows:
-            return _fail(name, f"{where}: {blk[0]} rows in one block: a few rows (at most {max_rows}) per block")
+            return fails(f"{where}: {blk[0]} rows in one block: a few rows (at most {max_rows}) per block")
         grids.append(f"array {tuple(shape)}: block {tuple(blk)}, grid {math.ceil(shape[0] / blk[0])}")
     more = f"; and {len(grids) - 3} more" if len(grids) > 3 else ""
-    return _ok(
-        name, f"fits the ({tile[0]}, {tile[1]}) tile on {len(grids)} unseen arrays: " + "; ".join(grids[:3]) + more
-    )
+    return passes(f"fits the ({tile[0]}, {tile[1]}) tile on {len(grids)} unseen arrays: " + "; ".join(grids[:3]) + more)

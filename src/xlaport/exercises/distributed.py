@@ -8,15 +8,39 @@ from typing import Any
 
 from ..distributed.mesh import fsdp_bytes_per_device, largest_parameter
 from ..text import plural
-from .common import ArgumentError, Check, _fail, _none, _ok, guarded, raised
+from .common import ArgumentError, Verdict, fails, guarded, passes, raised
 
 __all__ = ["check_stream_port", "check_fsdp_chips", "hidden_fsdp_jobs"]
 
 
-@guarded("stream port")
+def _original_on_unseen(original: Callable[..., Any], inputs: Sequence[Any]) -> tuple[list[Any], Sequence[Any]]:
+    """Inputs of the shapes of ``inputs`` with values the chapter never shows, and the outputs ``original`` computes
+    from them in program order (the ``cpu`` profile: no stream rules)."""
+    import torch
+
+    from ..distributed.streams import EmulatedStreams
+    from ..profiles import profile
+
+    g = torch.Generator().manual_seed(6174)
+    unseen = [
+        torch.randn(x.shape, generator=g, dtype=x.dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+        for x in inputs
+    ]
+    ref = original(EmulatedStreams(profile("cpu")), *unseen)
+    want = ref if isinstance(ref, (tuple, list)) else (ref,)
+    if not all(isinstance(w, torch.Tensor) for w in want):
+        raise ArgumentError("the original stream code must return a tensor or a tuple of tensors")
+    return unseen, want
+
+
+@guarded(
+    "stream port",
+    must_be="a function with the original's arguments (dm, ...) -> its outputs",
+    arguments=_original_on_unseen,
+)
 def check_stream_port(
-    fn: Callable[..., Any] | None, original: Callable[..., Any], inputs: Sequence[Any], target: str = "tpu"
-) -> Check:
+    fn: Callable[..., Any], original: Callable[..., Any], inputs: Sequence[Any], target: str = "tpu"
+) -> Verdict:
     """``fn(dm, *inputs)``, a port of the CUDA stream code ``original(dm, *inputs)``: on ``target``'s stream rules
     (``xlaport.distributed.streams``) no call it makes raises or does nothing, and its outputs equal the
     original's run in program order (no stream rules: the ``cpu`` profile). Both run on inputs of the shapes of
@@ -26,54 +50,37 @@ def check_stream_port(
     from ..distributed.streams import EmulatedStreams
     from ..profiles import profile
 
-    name = "stream port"
-    rules = profile(target)
-    g = torch.Generator().manual_seed(6174)  # values the chapter never shows, in the shapes of its inputs
-    inputs = [
-        torch.randn(x.shape, generator=g, dtype=x.dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x
-        for x in inputs
-    ]
-    ref = original(EmulatedStreams(profile("cpu")), *inputs)
-    want = ref if isinstance(ref, (tuple, list)) else (ref,)
-    if not all(isinstance(w, torch.Tensor) for w in want):
-        raise ArgumentError("the original stream code must return a tensor or a tuple of tensors")
-    if fn is None:
-        return _none(name)
-    if not callable(fn):
-        return _fail(name, "answer must be a function with the original's arguments (dm, ...) -> its outputs")
-    dm = EmulatedStreams(rules)
+    inputs, want = _original_on_unseen(original, inputs)
+    dm = EmulatedStreams(profile(target))
     try:
         got = fn(dm, *inputs)
     except Exception as e:
         text = str(e).splitlines()[0] if str(e) else ""
         if dm.log and dm.log[-1][1] == "raises":  # a stream call the target's rules say raises
-            return _fail(name, f"`{dm.log[-1][0]}` raises {type(e).__name__} on {target}: {text}")
-        return _fail(name, f"raised {type(e).__name__}: {text}")
+            return fails(f"`{dm.log[-1][0]}` raises {type(e).__name__} on {target}: {text}")
+        return fails(f"raised {type(e).__name__}: {text}")
     dead = list(dict.fromkeys(c for c, outcome, _ in dm.log if outcome == "no-op"))
     if dead:
-        return _fail(
-            name,
+        return fails(
             f"{', '.join(f'`{c}`' for c in dead)} {'does' if len(dead) == 1 else 'do'} nothing on {target}: dead "
             "code that promises an overlap it does not get; delete it",
         )
     have = got if isinstance(got, (tuple, list)) else (got,)
     if len(have) != len(want):
-        return _fail(name, f"{plural(len(have), 'output')}, the CUDA version returns {len(want)}")
+        return fails(f"{plural(len(have), 'output')}, the CUDA version returns {len(want)}")
     for i, (h, w) in enumerate(zip(have, want)):
         if not isinstance(h, torch.Tensor) or tuple(h.shape) != tuple(w.shape):
-            return _fail(name, f"output {i}: not a tensor of shape {tuple(w.shape)}")
+            return fails(f"output {i}: not a tensor of shape {tuple(w.shape)}")
         if not w.numel():
             continue
         err = float((h.detach().cpu().double() - w.detach().cpu().double()).abs().max())
         if not math.isfinite(err) or err > 1e-5 * (1 + float(w.detach().abs().max())):
-            return _fail(
-                name,
+            return fails(
                 f"output {i} differs from the CUDA version's by {err:.2e} on inputs this chapter never shows (compute "
                 "from the arguments, not the chapter's tensors)",
             )
     left = sorted({c for c, _, _ in dm.log})
-    return _ok(
-        name,
+    return passes(
         f"same outputs as the CUDA version; no stream call raises or does nothing on {target}"
         + (f" ({len(left)} that run left: {', '.join(left)})" if left else " (no stream call left)"),
     )
@@ -123,12 +130,17 @@ def _fsdp_verdict(
     return True, f"{n} chips ({_size(need(n))} of {_size(budget_bytes)})"
 
 
-@guarded("FSDP chips")
+def _check_bytes(state_bytes_per_param: float, gathered_bytes_per_param: float) -> None:
+    if not state_bytes_per_param > 0 or not gathered_bytes_per_param > 0:
+        raise ArgumentError("bytes per parameter must be positive")
+
+
+@guarded("FSDP chips", must_be="a function fewest(shapes, budget_bytes, batch) -> chips", arguments=_check_bytes)
 def check_fsdp_chips(
-    fewest: Callable[..., Any] | None,
+    fewest: Callable[..., Any],
     state_bytes_per_param: float = 16,
     gathered_bytes_per_param: float = 4,
-) -> Check:
+) -> Verdict:
     """``fewest(shapes, budget_bytes, batch) -> chips``: the fewest chips over which FSDP fits a model of parameter
     ``shapes`` in ``budget_bytes`` per chip, asked about models the chapter never shows (:func:`hidden_fsdp_jobs`).
 
@@ -137,15 +149,6 @@ def check_fsdp_chips(
     parameter gathered whole (``gathered_bytes_per_param``), as FSDP does before a layer uses it. The global
     ``batch`` must split evenly over the chips.
     """
-    name = "FSDP chips"
-    if not state_bytes_per_param > 0 or not gathered_bytes_per_param > 0:
-        raise ArgumentError("bytes per parameter must be positive")
-    if fewest is None:
-        return _none(name)
-    if not callable(fewest):
-        return _fail(
-            name, f"answer must be a function fewest(shapes, budget_bytes, batch) -> chips, not {fewest!r:.20}"
-        )
     done = []
     for shapes, budget, batch in hidden_fsdp_jobs():
         params = sum(math.prod(s) for s in shapes.values())
@@ -153,18 +156,18 @@ def check_fsdp_chips(
         try:
             got = fewest(dict(shapes), budget, batch)
         except Exception as e:
-            return _fail(name, f"{where}: {raised(e, 'it')}")
+            return fails(f"{where}: {raised(e, 'it')}")
         try:
             n = int(got)
         except (TypeError, ValueError):
-            return _fail(name, f"{where}: it must return a whole number of chips, got {got!r:.30}")
+            return fails(f"{where}: it must return a whole number of chips, got {got!r:.30}")
         if n != got or n < 1:
-            return _fail(name, f"{where}: it must return a whole number of chips >= 1, got {got!r:.30}")
+            return fails(f"{where}: it must return a whole number of chips >= 1, got {got!r:.30}")
         ok, why = _fsdp_verdict(n, shapes, budget, batch, state_bytes_per_param, gathered_bytes_per_param)
         if not ok:
-            return _fail(name, f"{where}: {why}")
+            return fails(f"{where}: {why}")
         done.append(why)
-    return _ok(name, f"the fewest chips for {len(done)} models the chapter never shows: " + "; ".join(done))
+    return passes(f"the fewest chips for {len(done)} models the chapter never shows: " + "; ".join(done))
 
 
 def _size(n_bytes: float) -> str:

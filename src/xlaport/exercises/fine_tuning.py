@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .common import Check, _fail, _none, _ok, guarded, raised
+from .common import Verdict, fails, guarded, passes, raised
 
 __all__ = ["check_lora_params", "check_padding_share", "HIDDEN_ADAPTED", "HIDDEN_BATCHES"]
 
@@ -18,15 +18,10 @@ HIDDEN_ADAPTED = (
 )
 
 
-@guarded("LoRA trainable parameters")
-def check_lora_params(count: Callable[..., Any] | None) -> Check:
+@guarded("LoRA trainable parameters", must_be="a function count(layers, rank)")
+def check_lora_params(count: Callable[..., Any]) -> Verdict:
     """``count(layers, rank) -> trainable parameters`` for LoRA on ``layers`` (``(in, out)`` pairs), on
     :data:`HIDDEN_ADAPTED`."""
-    name = "LoRA trainable parameters"
-    if count is None:
-        return _none(name)
-    if not callable(count):
-        return _fail(name, "answer must be a function count(layers, rank)")
     done = []
     for layers, rank in HIDDEN_ADAPTED:
         want = sum(rank * (i + o) for i, o in layers)
@@ -35,7 +30,7 @@ def check_lora_params(count: Callable[..., Any] | None) -> Check:
             got = count([tuple(x) for x in layers], rank)
             got = int(got)
         except Exception as e:
-            return _fail(name, f"{where}: {raised(e, 'it')} (return a whole number)")
+            return fails(f"{where}: {raised(e, 'it')} (return a whole number)")
         if got == want:
             done.append(f"{got:,}")
             continue
@@ -48,8 +43,8 @@ def check_lora_params(count: Callable[..., Any] | None) -> Check:
             hint = ": count both matrices, A (rank x in) and B (out x rank)"
         elif got == rank * sum(i + o for i, o in set(layers)):
             hint = ": every adapted layer has its own adapter, repeated layers included"
-        return _fail(name, f"{where}: {got:,}, expected {want:,}{hint}")
-    return _ok(name, f"right on {len(done)} unseen models: {', '.join(done)}")
+        return fails(f"{where}: {got:,}, expected {want:,}{hint}")
+    return passes(f"right on {len(done)} unseen models: {', '.join(done)}")
 
 
 #: (documents' lengths per batch, pad_to_multiple_of) the padding-share check asks about.
@@ -73,15 +68,10 @@ def _share(batches: list[list[int]], multiple: int | None) -> float:
     return 1 - real / padded
 
 
-@guarded("padding share")
-def check_padding_share(share: Callable[..., Any] | None) -> Check:
+@guarded("padding share", must_be="a function share(batches, multiple)")
+def check_padding_share(share: Callable[..., Any]) -> Verdict:
     """``share(batches, multiple) -> fraction of the padded tokens that are padding`` when each batch is padded to
     its longest document, rounded up to ``multiple`` when it is not None, on :data:`HIDDEN_BATCHES`."""
-    name = "padding share"
-    if share is None:
-        return _none(name)
-    if not callable(share):
-        return _fail(name, "answer must be a function share(batches, multiple)")
     done = []
     for batches, multiple in HIDDEN_BATCHES:
         want = _share(batches, multiple)
@@ -89,7 +79,7 @@ def check_padding_share(share: Callable[..., Any] | None) -> Check:
         try:
             got = float(share([list(b) for b in batches], multiple))
         except Exception as e:
-            return _fail(name, f"{where}: {raised(e, 'it')} (return a fraction between 0 and 1)")
+            return fails(f"{where}: {raised(e, 'it')} (return a fraction between 0 and 1)")
         if abs(got - want) < 1e-9:
             done.append(f"{want:.1%}")
             continue
@@ -102,5 +92,5 @@ def check_padding_share(share: Callable[..., Any] | None) -> Check:
             hint = ": weigh the batches by their tokens; a mean of per-batch shares counts a short batch as much as a long one"
         elif got > 1:
             hint = ": a share is a fraction between 0 and 1"
-        return _fail(name, f"{where}: {got:.4f}, expected {want:.4f}{hint}")
-    return _ok(name, f"right on {len(done)} unseen batch sets: {', '.join(done)}")
+        return fails(f"{where}: {got:.4f}, expected {want:.4f}{hint}")
+    return passes(f"right on {len(done)} unseen batch sets: {', '.join(done)}")

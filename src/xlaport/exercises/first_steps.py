@@ -7,46 +7,41 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..text import plural
-from .common import Check, _fail, _none, _ok, guarded, raised
+from .common import Verdict, fails, guarded, passes, raised
 
 __all__ = ["check_batch_shapes", "check_padded_batches", "check_steady_compiles"]
 
 
 @guarded("batch shapes")
 def check_batch_shapes(
-    batches: Sequence[tuple[Any, Any]] | None, n_items: int | None = None, ignore_index: int = -100
-) -> Check:
+    batches: Sequence[tuple[Any, Any]], n_items: int | None = None, ignore_index: int = -100
+) -> Verdict:
     """One input shape for every batch (one program), and, if ``n_items`` is given, every item trained on once.
 
     Padding rows are those whose label is ``ignore_index`` (``F.cross_entropy`` skips them).
     """
-    name = "batch shapes"
-    if batches is None:
-        return _none(name)
     batches = list(batches)
     if not batches:
-        return _fail(name, "no batches")
+        return fails("no batches")
     shapes = [tuple(x.shape) for x, _ in batches]
     distinct = sorted(set(shapes), key=shapes.index)
     if len(distinct) > 1:
         odd = next(i for i, s in enumerate(shapes) if s != shapes[0])
-        return _fail(
-            name,
+        return fails(
             f"{len(distinct)} input shapes, so {len(distinct)} programs per step kind: batch {odd} is "
             f"{shapes[odd]}, the others {shapes[0]}; pad it or drop it",
         )
     if n_items is not None:
         real = sum(int((y != ignore_index).sum()) for _, y in batches)
         if real < n_items:
-            return _fail(
-                name,
+            return fails(
                 f"one shape {shapes[0]}, but {real} real items of {n_items}: {n_items - real} "
                 f"{'is' if n_items - real == 1 else 'are'} never seen",
             )
         if real > n_items:
-            return _fail(name, f"one shape {shapes[0]}, but {real} real items for {n_items}: some are trained on twice")
+            return fails(f"one shape {shapes[0]}, but {real} real items for {n_items}: some are trained on twice")
     seen = "" if n_items is None else f", all {n_items} items seen"
-    return _ok(name, f"{len(batches)} batches of one shape {shapes[0]}: one program{seen}")
+    return passes(f"{len(batches)} batches of one shape {shapes[0]}: one program{seen}")
 
 
 # The datasets the checks feed the reader's code: sizes, batch sizes and seeds the chapter never prints.
@@ -118,33 +113,27 @@ def _batches_problem(batches: Any, n: int, batch_size: int, labels: Any, ignore_
     return None
 
 
-@guarded("padded batches")
-def check_padded_batches(make_batches: Callable[..., Any] | None) -> Check:
+@guarded(
+    "padded batches",
+    must_be="your function make_batches(images, labels, batch_size, generator), not its batches: the check runs it on datasets you have not seen",
+)
+def check_padded_batches(make_batches: Callable[..., Any]) -> Verdict:
     """``make_batches(images, labels, batch_size, generator) -> [(images, labels), ...]``: run on datasets the
     chapter never shows (other sizes, batch sizes and seeds), every image once, every batch of one shape and of
     ``batch_size`` rows; padding rows labelled -100 (which ``F.cross_entropy`` ignores)."""
     import torch
 
-    name = "padded batches"
-    if make_batches is None:
-        return _none(name)
-    if not callable(make_batches):
-        return _fail(
-            name,
-            "answer must be your function make_batches(images, labels, batch_size, generator), not its batches: "
-            "the check runs it on datasets you have not seen",
-        )
     for n, bs, seed in _HIDDEN:
         images, labels = _numbered(n)
         try:
             out = make_batches(images, labels, bs, torch.Generator().manual_seed(seed))
         except Exception as e:
-            return _fail(name, f"{n} images in batches of {bs}: {raised(e, 'make_batches')}")
+            return fails(f"{n} images in batches of {bs}: {raised(e, 'make_batches')}")
         problem = _batches_problem(out, n, bs, labels)
         if problem:
-            return _fail(name, f"{n} images in batches of {bs}: {problem}")
+            return fails(f"{n} images in batches of {bs}: {problem}")
     sizes = ", ".join(f"{n} in batches of {bs}" for n, bs, _ in _HIDDEN)
-    return _ok(name, f"one shape per dataset and every image once ({sizes}): one program each")
+    return passes(f"one shape per dataset and every image once ({sizes}): one program each")
 
 
 class _Tracked(list[Any]):
@@ -170,8 +159,11 @@ class _Tracked(list[Any]):
 _RUN = itertools.count()
 
 
-@guarded("compiles after warm-up")
-def check_steady_compiles(train_on: Callable[..., Any] | None, target: Any, warm: int = 2) -> Check:
+@guarded(
+    "compiles after warm-up",
+    must_be="your function train_on(t, batches, steps), not a list of counts: the check runs it on batches you have not seen",
+)
+def check_steady_compiles(train_on: Callable[..., Any], target: Any, warm: int = 2) -> Verdict:
     """``train_on(t, batches, steps)``: a training loop that takes its batches and step count as arguments and
     returns the compiles of each step (a list, or a dict with ``"compiled"``).
 
@@ -182,15 +174,6 @@ def check_steady_compiles(train_on: Callable[..., Any] | None, target: Any, warm
     """
     import torch
 
-    name = "compiles after warm-up"
-    if train_on is None:
-        return _none(name)
-    if not callable(train_on):
-        return _fail(
-            name,
-            "answer must be your function train_on(t, batches, steps), not a list of counts: the check runs it "
-            "on batches you have not seen",
-        )
     k = next(_RUN)
     bs = 8 + 2 * (k % 28)  # even batch sizes the chapter never uses, new on every call; the short batch odd (bs - 1)
     n = 5 * bs - 1
@@ -209,34 +192,32 @@ def check_steady_compiles(train_on: Callable[..., Any] | None, target: Any, warm
     try:
         run = train_on(target, batches, steps)
     except Exception as e:
-        return _fail(name, f"{raised(e, 'train_on')} (batches of {bs})")
+        return fails(f"{raised(e, 'train_on')} (batches of {bs})")
     measured = None if before is None else target.compiles() - before
     got: Any = run.get("compiled") if isinstance(run, Mapping) else run
     try:
         counts = list(got)
     except TypeError:
-        return _fail(name, "train_on must return the per-step compile counts (a list, or a dict with 'compiled')")
+        return fails("train_on must return the per-step compile counts (a list, or a dict with 'compiled')")
     if len(counts) != steps:
-        return _fail(name, f"{len(counts)} counts for the {steps} steps asked for: one count per step")
+        return fails(f"{len(counts)} counts for the {steps} steps asked for: one count per step")
     unread = sorted(set(range(len(batches))) - batches.read)
     if unread:
-        return _fail(
-            name,
+        return fails(
             f"the run never read batch {unread[0]} of {len(batches)}: cycle through every batch it is given",
         )
     if measured is None:
         if any(c is not None for c in counts):
-            return _fail(name, "this backend counts no compiles, yet the counts are numbers: use t.compiles()")
-        return Check(name, None, "this backend does not count compiles: run with target tpu or neuron to check")
+            return fails("this backend counts no compiles, yet the counts are numbers: use t.compiles()")
+        return Verdict(None, "this backend does not count compiles: run with target tpu or neuron to check")
     if any(c is None for c in counts):
-        return _fail(name, "some steps were not counted: count t.compiles() around every step")
+        return fails("some steps were not counted: count t.compiles() around every step")
     try:
         per_step = [int(c) for c in counts]
     except (TypeError, ValueError):
-        return _fail(name, "the counts must be whole numbers of programs")
+        return fails("the counts must be whole numbers of programs")
     if sum(per_step) != measured:
-        return _fail(
-            name,
+        return fails(
             f"the counts add up to {plural(sum(per_step), 'program')}, but the run compiled {measured}: count "
             "t.compiles() before and after each step's t.sync()",
         )
@@ -244,19 +225,16 @@ def check_steady_compiles(train_on: Callable[..., Any] | None, target: Any, warm
     if late:
         where = ", ".join(str(i) for i in list(late)[:5])
         padded = " (the padded batch, which has the others' shape)" if pad_step in late else ""
-        return _fail(
-            name,
+        return fails(
             f"{plural(sum(late.values()), 'program')} compiled after warm-up at step {where}{padded}: the loop "
             "itself changes a shape",
         )
     if not per_step[short_step]:
-        return _fail(
-            name,
+        return fails(
             f"no compile at step {short_step}, where the short batch runs: does the loop reach every batch "
             "(batches[step % len(batches)]) and count each step?",
         )
-    return _ok(
-        name,
+    return passes(
         f"batches of {bs}: no program after the {warm} warm-up steps, the padded batch included; the short batch "
         f"compiled {plural(per_step[short_step], 'program')} at its step",
     )

@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from .common import Check, _fail, _none, _ok, guarded, raised
+from .common import Verdict, fails, guarded, passes, raised
 
 __all__ = ["check_workers", "check_padding", "HIDDEN_PIPELINES"]
 
@@ -14,15 +14,10 @@ __all__ = ["check_workers", "check_padding", "HIDDEN_PIPELINES"]
 HIDDEN_PIPELINES = ((90.0, 40.0), (30.0, 45.0), (120.0, 30.0), (50.0, 25.0), (7.0, 6.9))
 
 
-@guarded("loader workers")
-def check_workers(workers: Callable[..., Any] | None) -> Check:
+@guarded("loader workers", must_be="a function workers(host_ms, step_ms), not a number")
+def check_workers(workers: Callable[..., Any]) -> Verdict:
     """``workers(host_ms, step_ms) -> int``: the fewest parallel workers whose batches arrive at least as fast as the
     steps consume them, on :data:`HIDDEN_PIPELINES`."""
-    name = "loader workers"
-    if workers is None:
-        return _none(name)
-    if not callable(workers):
-        return _fail(name, "answer must be a function workers(host_ms, step_ms), not a number")
     done = []
     for host, step in HIDDEN_PIPELINES:
         want = max(1, math.ceil(host / step - 1e-12))
@@ -30,7 +25,7 @@ def check_workers(workers: Callable[..., Any] | None) -> Check:
         try:
             got = workers(host, step)
         except Exception as e:
-            return _fail(name, f"{where}: {raised(e, 'it')}")
+            return fails(f"{where}: {raised(e, 'it')}")
         if isinstance(got, (int, float)) and not isinstance(got, bool) and got == want:
             done.append(str(int(got)))
             continue
@@ -44,8 +39,8 @@ def check_workers(workers: Callable[..., Any] | None) -> Check:
                 hint = f": {want} already keep up"
             elif got < 1:
                 hint = ": at least one worker (or the main process) prepares the batches"
-        return _fail(name, f"{where}: {got!r}, expected {want}{hint}")
-    return _ok(name, f"right on {len(done)} unseen pipelines: {', '.join(done)} workers")
+        return fails(f"{where}: {got!r}, expected {want}{hint}")
+    return passes(f"right on {len(done)} unseen pipelines: {', '.join(done)} workers")
 
 
 def _grads(pad: Callable[..., Any] | None, x: Any, y: Any, size: int, w: Any) -> Any:
@@ -67,17 +62,12 @@ def _grads(pad: Callable[..., Any] | None, x: Any, y: Any, size: int, w: Any) ->
     return ww.grad
 
 
-@guarded("padded batch")
-def check_padding(pad: Callable[..., Any] | None) -> Check:
+@guarded("padded batch", must_be="a function pad(x, y, size) returning (x, y, weight)")
+def check_padding(pad: Callable[..., Any]) -> Verdict:
     """``pad(x, y, size) -> (x, y, weight)``: a short batch padded to ``size`` rows whose weighted mean loss has the
     gradient of the short batch's own mean loss, on batches and a model this chapter never shows."""
     import torch
 
-    name = "padded batch"
-    if pad is None:
-        return _none(name)
-    if not callable(pad):
-        return _fail(name, "answer must be a function pad(x, y, size) returning (x, y, weight)")
     g = torch.Generator().manual_seed(1234)
     done = []
     for rows, size, feats in ((5, 8, 3), (1, 16, 6), (11, 12, 4), (8, 8, 2)):
@@ -87,9 +77,9 @@ def check_padding(pad: Callable[..., Any] | None) -> Check:
         try:
             got = _grads(pad, x, y, size, w)
         except ValueError as e:
-            return _fail(name, f"{where}: {e}")
+            return fails(f"{where}: {e}")
         except Exception as e:
-            return _fail(name, f"{where}: {raised(e, 'it')} (return a tuple (x, y, weight))")
+            return fails(f"{where}: {raised(e, 'it')} (return a tuple (x, y, weight))")
         gap = float((got - want).abs().max())
         if math.isfinite(gap) and gap <= 1e-5 * max(1.0, float(want.abs().max())):
             done.append(f"{rows}->{size}")
@@ -99,5 +89,5 @@ def check_padding(pad: Callable[..., Any] | None) -> Check:
             1.0, float(want.abs().max())
         ):
             hint = ": the padding rows are counted in the mean; give them weight 0"
-        return _fail(name, f"{where}: the gradient differs by {gap:.2e} from the short batch's{hint}")
-    return _ok(name, f"the same gradient as the short batch in {len(done)} unseen cases: {', '.join(done)}")
+        return fails(f"{where}: the gradient differs by {gap:.2e} from the short batch's{hint}")
+    return passes(f"the same gradient as the short batch in {len(done)} unseen cases: {', '.join(done)}")

@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from .common import Check, _fail, _none, _ok, guarded, raised
+from .common import Verdict, fails, guarded, passes, raised
 
 __all__ = ["check_micro_batch", "check_checkpoint_bytes", "HIDDEN_FITS", "HIDDEN_CHECKPOINT_LAYERS"]
 
@@ -26,15 +26,10 @@ def reference_micro_batch(state: float, per_sample: float, batch: int, budget: f
     return next((u for u in range(batch, 0, -1) if batch % u == 0 and state + u * per_sample <= budget), None)
 
 
-@guarded("largest micro-batch")
-def check_micro_batch(micro: Callable[..., Any] | None) -> Check:
+@guarded("largest micro-batch", must_be="a function micro(state_bytes, per_sample_bytes, batch, budget_bytes)")
+def check_micro_batch(micro: Callable[..., Any]) -> Verdict:
     """``micro(state_bytes, activation_bytes_per_sample, batch, budget_bytes) -> int | None``: the largest micro-batch
     that divides the global batch and fits, asked about :data:`HIDDEN_FITS`."""
-    name = "largest micro-batch"
-    if micro is None:
-        return _none(name)
-    if not callable(micro):
-        return _fail(name, "answer must be a function micro(state_bytes, per_sample_bytes, batch, budget_bytes)")
     done = []
     for state, per, batch, budget in HIDDEN_FITS:
         want = reference_micro_batch(state, per, batch, budget)
@@ -42,7 +37,7 @@ def check_micro_batch(micro: Callable[..., Any] | None) -> Check:
         try:
             got = micro(state, per, batch, budget)
         except Exception as e:
-            return _fail(name, f"{where}: {raised(e, 'it')}")
+            return fails(f"{where}: {raised(e, 'it')}")
         if got == want and (got is None or isinstance(got, int)):
             done.append(str(got))
             continue
@@ -56,23 +51,20 @@ def check_micro_batch(micro: Callable[..., Any] | None) -> Check:
             hint = ": the state (weights, gradients, optimizer state) needs room too"
         elif isinstance(got, (int, float)) and got and got < want:
             hint = f": {want} fits as well (room for {room:.1f} samples)"
-        return _fail(name, f"{where}: {got!r}, expected {want!r}{hint}")
-    return _ok(name, f"right on {len(done)} unseen cases: {', '.join(done)}")
+        return fails(f"{where}: {got!r}, expected {want!r}{hint}")
+    return passes(f"right on {len(done)} unseen cases: {', '.join(done)}")
 
 
 #: (layers, layer input bytes, one layer's saved activations in bytes) the checkpointing check asks about.
 HIDDEN_CHECKPOINT_LAYERS = ((32, 64e6, 1.1e9), (80, 0.25e9, 4.5e9), (12, 8e6, 0.2e9), (1, 1e6, 30e6))
 
 
-@guarded("activations kept with checkpointing")
-def check_checkpoint_bytes(kept: Callable[..., Any] | None) -> Check:
+@guarded(
+    "activations kept with checkpointing", must_be="a function kept(layers, layer_input_bytes, layer_activation_bytes)"
+)
+def check_checkpoint_bytes(kept: Callable[..., Any]) -> Verdict:
     """``kept(layers, layer_input_bytes, layer_activation_bytes) -> bytes``: what full activation checkpointing keeps
     at the peak (every layer's input, plus one layer's activations while it is recomputed), within 0.1 %."""
-    name = "activations kept with checkpointing"
-    if kept is None:
-        return _none(name)
-    if not callable(kept):
-        return _fail(name, "answer must be a function kept(layers, layer_input_bytes, layer_activation_bytes)")
     done = []
     for layers, inp, act in HIDDEN_CHECKPOINT_LAYERS:
         want = layers * inp + act
@@ -80,7 +72,7 @@ def check_checkpoint_bytes(kept: Callable[..., Any] | None) -> Check:
         try:
             got = float(kept(layers, inp, act))
         except Exception as e:
-            return _fail(name, f"{where}: {raised(e, 'it')}")
+            return fails(f"{where}: {raised(e, 'it')}")
         if math.isfinite(got) and abs(got / want - 1) <= 1e-3:
             done.append(f"{got / 1e6:,.0f} MB")
             continue
@@ -91,5 +83,5 @@ def check_checkpoint_bytes(kept: Callable[..., Any] | None) -> Check:
             hint = ": that is every layer's activations, what a step keeps without checkpointing"
         elif abs(got - layers * (inp + act)) <= 1e-3 * layers * (inp + act):
             hint = ": only one layer is recomputed at a time, so only one layer's activations are held"
-        return _fail(name, f"{where}: {got / 1e6:,.1f} MB, expected {want / 1e6:,.1f} MB{hint}")
-    return _ok(name, f"right for {len(done)} unseen models: {', '.join(done)}")
+        return fails(f"{where}: {got / 1e6:,.1f} MB, expected {want / 1e6:,.1f} MB{hint}")
+    return passes(f"right for {len(done)} unseen models: {', '.join(done)}")

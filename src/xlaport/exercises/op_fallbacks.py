@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..text import plural, sci
-from .common import ArgumentError, Check, _fail, _none, _ok, guarded, raised
+from .common import ArgumentError, Verdict, fails, guarded, passes, raised
 
 __all__ = ["check_rewrite", "check_padded_unique", "hidden_spd_systems", "hidden_pair_batches"]
 
@@ -26,25 +26,23 @@ def hidden_spd_systems() -> list[tuple[Any, Any]]:
     return out
 
 
-@guarded("rewrite")
+def _check_reference(reference: Callable[..., Any]) -> None:
+    if not callable(reference):
+        raise ArgumentError("reference must be the original solve, a function (A, b) -> x")
+
+
+@guarded("rewrite", must_be="a function solve(A, b) -> x, not a tensor", arguments=_check_reference)
 def check_rewrite(
-    fn: Callable[..., Any] | None,
+    fn: Callable[..., Any],
     reference: Callable[..., Any],
     atol: float = 1e-8,
     targets: Sequence[str] = ("tpu", "neuron"),
-) -> Check:
+) -> Verdict:
     """``fn(A, b)`` solves the symmetric positive definite system ``A x = b`` as ``reference(A, b)`` does (within
     ``atol``) on systems the chapter never shows (:func:`hidden_spd_systems`), and no op it runs raises or falls back
     on ``targets``."""
     from ..ops.trace import aten_ops
 
-    name = "rewrite"
-    if not callable(reference):
-        raise ArgumentError("reference must be the original solve, a function (A, b) -> x")
-    if fn is None:
-        return _none(name)
-    if not callable(fn):
-        return _fail(name, "answer must be a function solve(A, b) -> x, not a tensor")
     systems = hidden_spd_systems()
     worst = 0.0
     for a, b in systems:
@@ -53,21 +51,17 @@ def check_rewrite(
         try:
             got = fn(a.clone(), b.clone())
         except Exception as e:
-            return _fail(name, f"{where}: the rewrite {raised(e)}")
+            return fails(f"{where}: the rewrite {raised(e)}")
         if not hasattr(got, "shape") or tuple(got.shape) != tuple(want.shape):
-            return _fail(
-                name, f"{where}: shape {tuple(getattr(got, 'shape', ()))}, the reference gives {tuple(want.shape)}"
-            )
+            return fails(f"{where}: shape {tuple(getattr(got, 'shape', ()))}, the reference gives {tuple(want.shape)}")
         err = float((got.double() - want.double()).abs().max())
         if not math.isfinite(err) or err > atol:
-            return _fail(name, f"{where}: max |error| against the reference {err:.2e} > {atol:.0e}")
+            return fails(f"{where}: max |error| against the reference {err:.2e} > {atol:.0e}")
         worst = max(worst, err)
     problem, verdict = _op_coverage(aten_ops(fn, *systems[1]), targets)
     if problem:
-        return _fail(name, f"{problem}; rewrite it with ops the target has")
-    return _ok(
-        name, f"matches the reference to {sci(worst)} on {len(systems)} systems the chapter never shows; {verdict}"
-    )
+        return fails(f"{problem}; rewrite it with ops the target has")
+    return passes(f"matches the reference to {sci(worst)} on {len(systems)} systems the chapter never shows; {verdict}")
 
 
 def hidden_pair_batches() -> list[Any]:
@@ -86,8 +80,8 @@ def hidden_pair_batches() -> list[Any]:
     ]
 
 
-@guarded("padded unique")
-def check_padded_unique(fn: Callable[..., Any] | None, target: str = "tpu") -> Check:
+@guarded("padded unique", must_be="a function dedup(pairs) -> (padded, count)")
+def check_padded_unique(fn: Callable[..., Any], target: str = "tpu") -> Verdict:
     """``fn(pairs (n, 2)) -> (padded (n, 2), count)``: the first ``count`` rows are the distinct pairs, the output
     has the input's shape, and no op raises or falls back on ``target``; run on batches the chapter never shows
     (:func:`hidden_pair_batches`)."""
@@ -95,24 +89,18 @@ def check_padded_unique(fn: Callable[..., Any] | None, target: str = "tpu") -> C
 
     from ..ops.trace import aten_ops
 
-    name = "padded unique"
-    if fn is None:
-        return _none(name)
-    if not callable(fn):
-        return _fail(name, "answer must be a function dedup(pairs) -> (padded, count)")
     batches = hidden_pair_batches()
     for x in batches:
         where = f"on a batch of {len(x)} pairs with ids up to {int(x.max())}"
         try:
             padded, count = fn(x.clone())
         except Exception as e:
-            return _fail(name, f"{where}: {raised(e, 'it')}")
+            return fails(f"{where}: {raised(e, 'it')}")
         if not isinstance(padded, torch.Tensor):
-            return _fail(name, f"{where}: it must return (padded tensor, count), got a {type(padded).__name__}")
+            return fails(f"{where}: it must return (padded tensor, count), got a {type(padded).__name__}")
         want = {tuple(r) for r in torch.unique(x, dim=0).tolist()}
         if tuple(padded.shape) != tuple(x.shape):
-            return _fail(
-                name,
+            return fails(
                 f"{where}: output shape {tuple(padded.shape)} for input {tuple(x.shape)}: the shape follows the "
                 "number of distinct pairs, so each count is a new program",
             )
@@ -122,11 +110,11 @@ def check_padded_unique(fn: Callable[..., Any] | None, target: str = "tpu") -> C
             hint = ""
             if len(got) != len(want) and len({p for p in got}) == len(got) and set(got) < want:
                 hint = " (different pairs got one key: make the key unique for any ids, e.g. from the batch's max)"
-            return _fail(name, f"{where}: {plural(n, 'row')} counted, {len(want)} distinct pairs expected{hint}")
+            return fails(f"{where}: {plural(n, 'row')} counted, {len(want)} distinct pairs expected{hint}")
     problem, verdict = _op_coverage(aten_ops(fn, batches[1]), [target])
     if problem:
-        return _fail(name, problem)
-    return _ok(name, f"right on {len(batches)} batches the chapter never shows, one shape each; {verdict}")
+        return fails(problem)
+    return passes(f"right on {len(batches)} batches the chapter never shows, one shape each; {verdict}")
 
 
 def _op_coverage(trace: Any, targets: Sequence[str]) -> tuple[str | None, str]:

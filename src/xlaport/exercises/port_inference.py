@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..text import plural
-from .common import Check, _fail, _none, _ok, guarded, raised
+from .common import Verdict, fails, guarded, passes, raised
 
 __all__ = ["check_prompt_buckets", "check_static_sampler"]
 
@@ -45,31 +45,25 @@ def _plan_problem(plan: Any, lengths: tuple[int, ...], new_tokens: int, budget: 
     return None
 
 
-@guarded("prompt buckets")
-def check_prompt_buckets(choose_buckets: Callable[..., Any] | None) -> Check:
+@guarded(
+    "prompt buckets",
+    must_be="your function choose_buckets(prompt_lengths, new_tokens, budget), not one plan: the check runs it on traffic you have not seen",
+)
+def check_prompt_buckets(choose_buckets: Callable[..., Any]) -> Verdict:
     """``choose_buckets(prompt_lengths, new_tokens, budget) -> (buckets, max_len)`` for a static KV cache, run on
     traffic the chapter never shows: every prompt fits a bucket, the cache holds the largest bucket used plus the new
     tokens, at most ``budget`` prefill programs (one per bucket used), and neither the padding of the longest prompt
     nor the cache more than twice what is needed."""
-    name = "prompt buckets"
-    if choose_buckets is None:
-        return _none(name)
-    if not callable(choose_buckets):
-        return _fail(
-            name,
-            "answer must be your function choose_buckets(prompt_lengths, new_tokens, budget), not one plan: the "
-            "check runs it on traffic you have not seen",
-        )
     for lengths, new_tokens, budget in _TRAFFIC:
         where = f"prompts {list(lengths)}, {new_tokens} new tokens, budget {budget}"
         try:
             plan = choose_buckets(list(lengths), new_tokens, budget)
         except Exception as e:
-            return _fail(name, f"{where}: {raised(e, 'choose_buckets')}")
+            return fails(f"{where}: {raised(e, 'choose_buckets')}")
         problem = _plan_problem(plan, lengths, new_tokens, budget)
         if problem:
-            return _fail(name, f"{where}: {problem}")
-    return _ok(name, f"{plural(len(_TRAFFIC), 'traffic mix', 'traffic mixes')}: every prompt fits, within budget")
+            return fails(f"{where}: {problem}")
+    return passes(f"{plural(len(_TRAFFIC), 'traffic mix', 'traffic mixes')}: every prompt fits, within budget")
 
 
 # ------------------------------------------------------------------------------------------ the sampler
@@ -112,19 +106,14 @@ def _hidden_logits(seed: int) -> Any:
     return torch.stack([row0.log(), torch.randn(40, generator=g) * 2, torch.randn(40, generator=g) * 3])
 
 
-@guarded("static top-p sampler")
-def check_static_sampler(sampler: Callable[..., Any] | None, top_p: float = 0.9, draws: int = 300) -> Check:
+@guarded("static top-p sampler", must_be="your function sampler(logits, top_p, generator)")
+def check_static_sampler(sampler: Callable[..., Any], top_p: float = 0.9, draws: int = 300) -> Verdict:
     """``sampler(logits (B, V), top_p, generator) -> (B, 1)`` token ids, run on logits the chapter never shows:
     every token inside the nucleus (the fewest tokens whose probability reaches ``top_p``), every nucleus token
     drawn about as often as its renormalised probability says, the same tokens for the same generator seed, and no
     host sync or data-dependent shape in its ops."""
     import torch
 
-    name = "static top-p sampler"
-    if sampler is None:
-        return _none(name)
-    if not callable(sampler):
-        return _fail(name, "answer must be your function sampler(logits, top_p, generator)")
     logits = _hidden_logits(seed=17)
     probs = torch.softmax(logits, -1)
     sp, idx = probs.sort(-1, descending=True)
@@ -133,26 +122,25 @@ def check_static_sampler(sampler: Callable[..., Any] | None, top_p: float = 0.9,
     try:
         bad = _sampler_ops(sampler, logits.clone(), top_p)
     except Exception as e:
-        return _fail(name, raised(e, "the sampler"))
+        return fails(raised(e, "the sampler"))
     if bad:
-        return _fail(name, f"{', '.join(bad)}: a host sync or a data-dependent shape in every decode step")
+        return fails(f"{', '.join(bad)}: a host sync or a data-dependent shape in every decode step")
     gen = torch.Generator().manual_seed(5)
     seen = torch.zeros_like(probs)
     for d in range(draws):
         try:
             out = sampler(logits.clone(), top_p, gen)
         except Exception as e:
-            return _fail(name, raised(e, "the sampler"))
+            return fails(raised(e, "the sampler"))
         if not isinstance(out, torch.Tensor) or tuple(out.shape) != (logits.shape[0], 1):
             got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-            return _fail(name, f"output {got}: a static sampler returns (batch, 1) token ids every time")
+            return fails(f"output {got}: a static sampler returns (batch, 1) token ids every time")
         if out.dtype.is_floating_point:
-            return _fail(name, f"output dtype {out.dtype}: token ids are integers (gather from the sorted order)")
+            return fails(f"output dtype {out.dtype}: token ids are integers (gather from the sorted order)")
         for b in range(logits.shape[0]):
             tok = int(out[b, 0])
             if tok not in nuclei[b]:
-                return _fail(
-                    name,
+                return fails(
                     f"row {b}: token {tok} is outside the top-p nucleus of {plural(len(nuclei[b]), 'token')} "
                     f"(draw {d})",
                 )
@@ -168,8 +156,7 @@ def check_static_sampler(sampler: Callable[..., Any] | None, top_p: float = 0.9,
                     if kept == 1
                     else (f"token {tok} drawn {int(seen[b, tok])} times in {draws}, expected about {expect:.0f}")
                 )
-                return _fail(
-                    name,
+                return fails(
                     f"row {b}: {how} (the token whose probability crosses top_p belongs to the nucleus too)"
                     if kept > 1 and tok == nucleus[-1]
                     else f"row {b}: {how}",
@@ -182,9 +169,8 @@ def check_static_sampler(sampler: Callable[..., Any] | None, top_p: float = 0.9,
         return torch.cat([sampler(logits.clone(), top_p, g) for _ in range(20)], dim=1)
 
     if not torch.equal(run(1), run(1)):
-        return _fail(name, "the same generator seed gave different tokens: draw with the generator passed in")
-    return _ok(
-        name,
+        return fails("the same generator seed gave different tokens: draw with the generator passed in")
+    return passes(
         f"(batch, 1) every time; {draws} draws all inside the nucleus, in proportion; no host sync or "
         "data-dependent shape",
     )

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..text import plural
-from .common import Check, _fail, _none, _ok, guarded, raised
+from .common import Verdict, fails, guarded, passes, raised
 
 __all__ = ["check_loader", "check_cpu_checkpoint"]
 
@@ -72,35 +72,27 @@ def _order(make_loader: Callable[..., Any], n: int, bs: int, seed: int) -> tuple
     return ids.tolist(), None
 
 
-@guarded("loader")
-def check_loader(make_loader: Callable[..., Any] | None) -> Check:
+@guarded(
+    "loader",
+    must_be="your function make_loader(dataset, batch_size, generator), not its batches: the check runs it on datasets you have not seen",
+)
+def check_loader(make_loader: Callable[..., Any]) -> Verdict:
     """``make_loader(dataset, batch_size, generator)``: one pass over the loader it returns, on datasets and batch
     sizes the chapter never uses, gives batches of one shape and ``batch_size`` rows, each window at most once and
     fewer than one batch left out, shuffled by ``generator`` (same seed, same order)."""
-    name = "loader"
-    if make_loader is None:
-        return _none(name)
-    if not callable(make_loader):
-        return _fail(
-            name,
-            "answer must be your function make_loader(dataset, batch_size, generator), not its batches: the check "
-            "runs it on datasets you have not seen",
-        )
     for n, bs, seed in _HIDDEN:
         order, problem = _order(make_loader, n, bs, seed)
         if problem or order is None:
-            return _fail(name, f"{n} windows in batches of {bs}: {problem}")
+            return fails(f"{n} windows in batches of {bs}: {problem}")
         if order == sorted(order):
-            return _fail(name, f"{n} windows in batches of {bs}: not shuffled (shuffle=True, with the generator)")
+            return fails(f"{n} windows in batches of {bs}: not shuffled (shuffle=True, with the generator)")
         again, _ = _order(make_loader, n, bs, seed)
         if again != order:
-            return _fail(
-                name,
+            return fails(
                 f"{n} windows in batches of {bs}: two passes with the same generator seed differ: pass the "
                 "generator to the loader",
             )
-    return _ok(
-        name,
+    return passes(
         "one shape per loader, each window at most once, shuffled by the generator ("
         + ", ".join(f"{n} windows in batches of {bs}" for n, bs, _ in _HIDDEN)
         + ")",
@@ -130,23 +122,17 @@ def _find(obj: Any, want: Callable[[Mapping[Any, Any]], bool]) -> Mapping[Any, A
     return None
 
 
-@guarded("portable checkpoint")
-def check_cpu_checkpoint(portable: Callable[..., Any] | None, device: Any) -> Check:
+@guarded(
+    "portable checkpoint",
+    must_be="your function portable(model, opt) that returns the dict to save, not the dict: the check runs it on a model you have not seen",
+)
+def check_cpu_checkpoint(portable: Callable[..., Any], device: Any) -> Verdict:
     """``portable(model, opt) -> dict`` to ``torch.save``: run on a model and AdamW the chapter never shows, trained
     one step on ``device``. The dict holds only CPU tensors and plain values, loads with ``weights_only=True``, and
     holds the model's weights (equal to the model's) and the optimizer's state."""
     import torch
     import torch.nn as nn
 
-    name = "portable checkpoint"
-    if portable is None:
-        return _none(name)
-    if not callable(portable):
-        return _fail(
-            name,
-            "answer must be your function portable(model, opt) that returns the dict to save, not the dict: the "
-            "check runs it on a model you have not seen",
-        )
     torch.manual_seed(3)
     model = nn.Sequential(nn.Linear(5, 7), nn.ReLU(), nn.Linear(7, 3)).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
@@ -155,26 +141,24 @@ def check_cpu_checkpoint(portable: Callable[..., Any] | None, device: Any) -> Ch
     try:
         state = portable(model, opt)
     except Exception as e:
-        return _fail(name, raised(e, "portable"))
+        return fails(raised(e, "portable"))
     if not isinstance(state, Mapping):
-        return _fail(name, f"portable returned a {type(state).__name__}; return the dict you would torch.save")
+        return fails(f"portable returned a {type(state).__name__}; return the dict you would torch.save")
     leaves = _walk(state)
     for path, v in leaves:
         if isinstance(v, nn.Module):
-            return _fail(
-                name,
+            return fails(
                 f"{path or 'it'} is a whole nn.Module: save its state_dict(); a module does not load with "
                 "torch.load(weights_only=True) and pickles the device it lives on",
             )
         if isinstance(v, torch.optim.Optimizer):
-            return _fail(name, f"{path} is the optimizer object: save opt.state_dict() (as CPU tensors)")
+            return fails(f"{path} is the optimizer object: save opt.state_dict() (as CPU tensors)")
     tensors = [(p, v) for p, v in leaves if isinstance(v, torch.Tensor)]
     if not tensors:
-        return _fail(name, "no tensors in the checkpoint")
+        return fails("no tensors in the checkpoint")
     off = [(p, v.device) for p, v in tensors if v.device.type != "cpu"]
     if off:
-        return _fail(
-            name,
+        return fails(
             f"{len(off)} of {plural(len(tensors), 'tensor')} on {off[0][1]} (e.g. {off[0][0]}): move every tensor, "
             "the optimizer's too, with .cpu()",
         )
@@ -184,19 +168,18 @@ def check_cpu_checkpoint(portable: Callable[..., Any] | None, device: Any) -> Ch
         buf.seek(0)
         loaded = torch.load(buf, map_location="cpu", weights_only=True)
     except Exception as e:
-        return _fail(name, f"torch.load(weights_only=True) refuses it: {raised(e)}")
+        return fails(f"torch.load(weights_only=True) refuses it: {raised(e)}")
     want = model.state_dict()
     weights = _find(loaded, lambda m: set(m) == set(want))
     if weights is None:
-        return _fail(name, "no model state_dict in it (the keys of model.state_dict())")
+        return fails("no model state_dict in it (the keys of model.state_dict())")
     for k, v in want.items():
         w = weights[k]
         if not isinstance(w, torch.Tensor) or w.shape != v.shape or not torch.equal(w, v.detach().cpu()):
-            return _fail(name, f"{k} differs from the model's own weights: save this model's state_dict()")
+            return fails(f"{k} differs from the model's own weights: save this model's state_dict()")
     if _find(loaded, lambda m: {"state", "param_groups"} <= set(m) and bool(m.get("state"))) is None:
-        return _fail(name, "no optimizer state: resuming would restart AdamW's moments; save opt.state_dict() too")
-    return _ok(
-        name,
+        return fails("no optimizer state: resuming would restart AdamW's moments; save opt.state_dict() too")
+    return passes(
         f"{plural(len(tensors), 'tensor')}, all on the CPU; loads with weights_only=True; weights equal the model's; "
         "optimizer state kept",
     )

@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from .common import ArgumentError, Check, _fail, _none, _ok, guarded, raised
+from .common import ArgumentError, Verdict, fails, guarded, passes, raised
 
 __all__ = ["check_ridge_batch", "check_fewest_chips", "HIDDEN_LAYERS", "HIDDEN_STEPS"]
 
@@ -28,18 +28,13 @@ def _ridge_batch(ridge: float, d: int, bytes_per_elem: int) -> int:
 HIDDEN_LAYERS = (("tpu_v5e", 2048, 2), ("h100_sxm", 8192, 2), ("tpu_v5p", 4096, 4), ("tpu_v6e", 16384, 2))
 
 
-@guarded("ridge batch")
-def check_ridge_batch(ridge_batch: Callable[..., Any] | None) -> Check:
+@guarded("ridge batch", must_be="a function ridge_batch(ridge, d, bytes_per_elem) -> batch, not a number")
+def check_ridge_batch(ridge_batch: Callable[..., Any]) -> Verdict:
     """``ridge_batch(ridge, d, bytes_per_elem) -> batch``: the smallest batch at which a ``d`` x ``d`` linear layer
     with elements of ``bytes_per_elem`` bytes does at least ``ridge`` FLOPs per byte (compute-bound), asked about the
     layers and chips of :data:`HIDDEN_LAYERS` (chip ridges from ``xlaport.perf.chip``)."""
     from ..perf.machine import chip
 
-    name = "ridge batch"
-    if ridge_batch is None:
-        return _none(name)
-    if not callable(ridge_batch):
-        return _fail(name, "answer must be a function ridge_batch(ridge, d, bytes_per_elem) -> batch, not a number")
     done = []
     for chip_id, d, nbytes in HIDDEN_LAYERS:
         ridge = chip(chip_id).ridge
@@ -48,19 +43,18 @@ def check_ridge_batch(ridge_batch: Callable[..., Any] | None) -> Check:
             got = ridge_batch(ridge, d, nbytes)
             b = int(got)
         except Exception as e:
-            return _fail(name, f"{where}: {raised(e, 'it')}")
+            return fails(f"{where}: {raised(e, 'it')}")
         if b != got or b < 1:
-            return _fail(name, f"{where}: a batch is a whole number >= 1, got {got!r:.30}")
+            return fails(f"{where}: a batch is a whole number >= 1, got {got!r:.30}")
         if _linear_intensity(b, d, nbytes) < ridge:
-            return _fail(
-                name,
+            return fails(
                 f"{where}: at batch {b} the layer does {_linear_intensity(b, d, nbytes):.0f} FLOP/byte, below the "
                 "ridge: still memory-bound (count the bytes of the weights, the input and the output)",
             )
         if b > 1 and _linear_intensity(b - 1, d, nbytes) >= ridge:
-            return _fail(name, f"{where}: batch {b - 1} is already compute-bound: look for the smallest")
+            return fails(f"{where}: batch {b - 1} is already compute-bound: look for the smallest")
         done.append(f"{chip_id} d={d}: {b}")
-    return _ok(name, f"the smallest compute-bound batch for {len(done)} unseen layers: " + ", ".join(done))
+    return passes(f"the smallest compute-bound batch for {len(done)} unseen layers: " + ", ".join(done))
 
 
 #: The training steps the chip-count check asks about: (state bytes, activation bytes, samples, chip id).
@@ -77,21 +71,23 @@ def _per_chip(state: float, act: float, items: int, n: int) -> float:
     return state / n + act / min(n, max(1, items))
 
 
-@guarded("fewest chips")
-def check_fewest_chips(fewest: Callable[..., Any] | None, usable: float = 0.9) -> Check:
+def _check_usable(usable: float) -> None:
+    if not 0 < usable <= 1:
+        raise ArgumentError(f"usable must be a share in (0, 1], got {usable!r}")
+
+
+@guarded(
+    "fewest chips",
+    must_be="a function fewest(state_bytes, activation_bytes, items, hbm_bytes)",
+    arguments=_check_usable,
+)
+def check_fewest_chips(fewest: Callable[..., Any], usable: float = 0.9) -> Verdict:
     """``fewest(state_bytes, activation_bytes, items, hbm_bytes) -> chips``: the fewest chips whose HBM, ``usable``
     of it, holds a training step under FSDP (the state sharded over every chip, the activations split by the batch
     of ``items`` samples, never finer than one sample per chip), as ``xlaport.perf.fewest_chips`` computes; asked about
     the steps of :data:`HIDDEN_STEPS`."""
     from ..perf.machine import chip
 
-    name = "fewest chips"
-    if not 0 < usable <= 1:
-        raise ArgumentError(f"usable must be a share in (0, 1], got {usable!r}")
-    if fewest is None:
-        return _none(name)
-    if not callable(fewest):
-        return _fail(name, "answer must be a function fewest(state_bytes, activation_bytes, items, hbm_bytes)")
     done = []
     for state, act, items, chip_id in HIDDEN_STEPS:
         m = chip(chip_id)
@@ -104,16 +100,16 @@ def check_fewest_chips(fewest: Callable[..., Any] | None, usable: float = 0.9) -
             got = fewest(state, act, items, m.hbm_bytes)
             n = int(got)
         except Exception as e:
-            return _fail(name, f"{where}: {raised(e, 'it')}")
+            return fails(f"{where}: {raised(e, 'it')}")
         if n != got or n < 1:
-            return _fail(name, f"{where}: a chip count is a whole number >= 1, got {got!r:.30}")
+            return fails(f"{where}: a chip count is a whole number >= 1, got {got!r:.30}")
         if n < want:
             why = f"on {n} chips each holds {_per_chip(state, act, items, n) / 1e9:.1f} GB, more than {usable:.0%} of "
             why += f"{m.hbm_bytes / 1e9:.0f} GB"
             if n > items:
                 why += f" (the activations split over at most {items} chips: one sample each)"
-            return _fail(name, f"{where}: {why}")
+            return fails(f"{where}: {why}")
         if n > want:
-            return _fail(name, f"{where}: {want} chips already hold it: look for the fewest")
+            return fails(f"{where}: {want} chips already hold it: look for the fewest")
         done.append(str(n))
-    return _ok(name, f"the fewest chips for {len(done)} unseen steps: {', '.join(done)}")
+    return passes(f"the fewest chips for {len(done)} unseen steps: {', '.join(done)}")

@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from .common import Check, _fail, _none, _ok, guarded, raised
+from .common import Verdict, fails, guarded, passes, raised
 
 __all__ = ["check_usd_per_million_tokens", "check_break_even_price", "HIDDEN_SERVING", "hidden_scenarios"]
 
@@ -14,17 +14,12 @@ __all__ = ["check_usd_per_million_tokens", "check_break_even_price", "HIDDEN_SER
 HIDDEN_SERVING = ((2500.0, 2.7, 0.4), (800.0, 1.2, 0.9), (12000.0, 4.1, 0.25), (5000.0, 3.0, 1.0))
 
 
-@guarded("price per million tokens")
-def check_usd_per_million_tokens(price: Callable[..., Any] | None) -> Check:
+@guarded("price per million tokens", must_be="a function price(tokens_per_s, usd_per_chip_hour, busy), not a number")
+def check_usd_per_million_tokens(price: Callable[..., Any]) -> Verdict:
     """``price(tokens_per_s_per_chip, usd_per_chip_hour, busy) -> USD per million tokens`` against
     ``xlaport.cost.usd_per_million_tokens`` (within 1 %) on the workloads of :data:`HIDDEN_SERVING`."""
     from ..cost import usd_per_million_tokens
 
-    name = "price per million tokens"
-    if price is None:
-        return _none(name)
-    if not callable(price):
-        return _fail(name, "answer must be a function price(tokens_per_s, usd_per_chip_hour, busy), not a number")
     done = []
     for tps, usd, busy in HIDDEN_SERVING:
         want = usd_per_million_tokens(tps, usd, busy)
@@ -32,7 +27,7 @@ def check_usd_per_million_tokens(price: Callable[..., Any] | None) -> Check:
         try:
             got = float(price(tps, usd, busy))
         except Exception as e:
-            return _fail(name, f"{where}: {raised(e, 'it')}")
+            return fails(f"{where}: {raised(e, 'it')}")
         if math.isfinite(got) and abs(got / want - 1) <= 0.01:
             done.append(f"${got:.4g}")
             continue
@@ -45,8 +40,8 @@ def check_usd_per_million_tokens(price: Callable[..., Any] | None) -> Check:
             hint = ": off by a factor of a million (per token vs per million tokens)"
         elif abs(got / (want * 3600) - 1) <= 0.01 or abs(got / (want / 3600) - 1) <= 0.01:
             hint = ": off by 3600 (seconds vs hours)"
-        return _fail(name, f"{where}: ${got:.4g}, expected about ${want:.4g}{hint}")
-    return _ok(name, f"right for {len(done)} unseen workloads: {', '.join(done)} per million tokens")
+        return fails(f"{where}: ${got:.4g}, expected about ${want:.4g}{hint}")
+    return passes(f"right for {len(done)} unseen workloads: {', '.join(done)} per million tokens")
 
 
 def hidden_scenarios() -> list[tuple[float, Any, Any, Any, float]]:
@@ -73,8 +68,8 @@ def hidden_scenarios() -> list[tuple[float, Any, Any, Any, float]]:
     ]
 
 
-@guarded("break-even price")
-def check_break_even_price(break_even: Callable[..., Any] | None) -> Check:
+@guarded("break-even price", must_be="a function break_even(flop_per_month, current, proposed, migration, horizon)")
+def check_break_even_price(break_even: Callable[..., Any]) -> Verdict:
     """``break_even(flop_per_month, current, proposed, migration, horizon_months) -> USD per current chip-hour``: the
     current chip-hour price at which the move nets zero over the horizon (within 1 % of the price), asked about the
     scenarios of :func:`hidden_scenarios`."""
@@ -82,22 +77,15 @@ def check_break_even_price(break_even: Callable[..., Any] | None) -> Check:
 
     from ..cost import decide
 
-    name = "break-even price"
-    if break_even is None:
-        return _none(name)
-    if not callable(break_even):
-        return _fail(
-            name, "answer must be a function break_even(flop_per_month, current, proposed, migration, horizon)"
-        )
     done = []
     for flop, current, proposed, migration, horizon in hidden_scenarios():
         where = f"for {current.chip} -> {proposed.chip}, {migration.kernels:g} kernels, {horizon:g} months"
         try:
             price = float(break_even(flop, current, proposed, migration, horizon))
         except Exception as e:
-            return _fail(name, f"{where}: {raised(e, 'it')}")
+            return fails(f"{where}: {raised(e, 'it')}")
         if not math.isfinite(price) or price <= 0:
-            return _fail(name, f"{where}: ${price:.2f}/chip-hour: a price must be positive")
+            return fails(f"{where}: ${price:.2f}/chip-hour: a price must be positive")
 
         exact, hi, lo = (
             decide(flop, replace(current, usd_per_chip_hour=p), proposed, migration, horizon).net_over_horizon_usd
@@ -114,8 +102,7 @@ def check_break_even_price(break_even: Callable[..., Any] | None) -> Check:
             hint = " (that is the new chip's price, not the current chip's break-even)"
         elif abs(price - current.usd_per_chip_hour) < 1e-9:
             hint = " (that is today's price of the current chip)"
-        return _fail(
-            name,
+        return fails(
             f"{where}: at ${price:.2f}/chip-hour the move {side} {abs(exact):,.0f} USD: the break-even is {way}{hint}",
         )
-    return _ok(name, f"the move nets zero at {', '.join(done)} per chip-hour in {len(done)} unseen scenarios")
+    return passes(f"the move nets zero at {', '.join(done)} per chip-hour in {len(done)} unseen scenarios")

@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from .common import Check, _fail, _none, _ok, guarded, raised
+from .common import Verdict, fails, guarded, passes, raised
 
 __all__ = ["check_busy_share", "check_overlap_rate", "HIDDEN_TRACES", "HIDDEN_SIDES"]
 
@@ -27,15 +27,10 @@ def _busy(spans: Any, a: float, b: float) -> float:
     return busy([Event("span", "", x, d, "op") for x, d in spans], a, b) / (b - a)
 
 
-@guarded("busy share")
-def check_busy_share(share: Callable[..., Any] | None) -> Check:
+@guarded("busy share", must_be="a function share(spans, window_start, window_end), not a number")
+def check_busy_share(share: Callable[..., Any]) -> Verdict:
     """``share(spans, window_start, window_end) -> fraction``: the share of the window during which at least one span
     ran, within 1e-6, on :data:`HIDDEN_TRACES`."""
-    name = "busy share"
-    if share is None:
-        return _none(name)
-    if not callable(share):
-        return _fail(name, "answer must be a function share(spans, window_start, window_end), not a number")
     done = []
     for spans, a, b in HIDDEN_TRACES:
         want = _busy(spans, a, b)
@@ -43,7 +38,7 @@ def check_busy_share(share: Callable[..., Any] | None) -> Check:
         try:
             got = float(share([tuple(x) for x in spans], a, b))
         except Exception as e:
-            return _fail(name, f"{where}: {raised(e, 'it')}")
+            return fails(f"{where}: {raised(e, 'it')}")
         if math.isfinite(got) and abs(got - want) <= 1e-6:
             done.append(f"{got:.0%}")
             continue
@@ -56,23 +51,18 @@ def check_busy_share(share: Callable[..., Any] | None) -> Check:
             hint = ": measure against the window given, not the spans' own extent"
         elif got > 1 + 1e-9:
             hint = ": a share is at most 1"
-        return _fail(name, f"{where}: {got:.4g}, expected {want:.4g}{hint}")
-    return _ok(name, f"right on {len(done)} unseen traces: {', '.join(done)}")
+        return fails(f"{where}: {got:.4g}, expected {want:.4g}{hint}")
+    return passes(f"right on {len(done)} unseen traces: {', '.join(done)}")
 
 
 #: (host_ms, device_ms) the overlap check asks about.
 HIDDEN_SIDES = ((12.0, 3.0), (5.0, 5.0), (2.0, 40.0), (7.5, 6.0))
 
 
-@guarded("overlap rate")
-def check_overlap_rate(rate: Callable[..., Any] | None) -> Check:
+@guarded("overlap rate", must_be="a function rate(host_ms, device_ms) returning (steps_per_s, speedup)")
+def check_overlap_rate(rate: Callable[..., Any]) -> Verdict:
     """``rate(host_ms, device_ms) -> (steps_per_s, speedup)`` with perfect overlap, within 0.1 %, on
     :data:`HIDDEN_SIDES`."""
-    name = "overlap rate"
-    if rate is None:
-        return _none(name)
-    if not callable(rate):
-        return _fail(name, "answer must be a function rate(host_ms, device_ms) returning (steps_per_s, speedup)")
     done = []
     for host, dev in HIDDEN_SIDES:
         want = (1000.0 / max(host, dev), (host + dev) / max(host, dev))
@@ -81,7 +71,7 @@ def check_overlap_rate(rate: Callable[..., Any] | None) -> Check:
             got = rate(host, dev)
             steps, gain = float(got[0]), float(got[1])
         except Exception as e:
-            return _fail(name, f"{where}: {raised(e, 'it')} (return a pair: steps per second, speed-up)")
+            return fails(f"{where}: {raised(e, 'it')} (return a pair: steps per second, speed-up)")
         if abs(steps / want[0] - 1) <= 1e-3 and abs(gain / want[1] - 1) <= 1e-3:
             done.append(f"{steps:.0f}/s (x{gain:.2f})")
             continue
@@ -92,5 +82,5 @@ def check_overlap_rate(rate: Callable[..., Any] | None) -> Check:
             hint = ": the faster side cannot set the pace, the slower one does"
         elif abs(steps - 1.0 / max(host, dev)) <= 1e-3 * steps:
             hint = ": the times are in milliseconds; a rate per second needs 1000 / ms"
-        return _fail(name, f"{where}: ({steps:.4g}, {gain:.4g}), expected ({want[0]:.4g}, {want[1]:.4g}){hint}")
-    return _ok(name, f"right on {len(done)} unseen steps: {', '.join(done)}")
+        return fails(f"{where}: ({steps:.4g}, {gain:.4g}), expected ({want[0]:.4g}, {want[1]:.4g}){hint}")
+    return passes(f"right on {len(done)} unseen steps: {', '.join(done)}")

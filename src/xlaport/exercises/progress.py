@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..text import table_lines
-from .common import Check
+from .result import Check
 
 __all__ = ["Record", "at", "find_config", "read_records", "record", "team_table"]
 

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..text import plural
-from .common import ArgumentError, Check, _fail, _ints, _none, _ok, guarded, raised
+from .common import ArgumentError, Verdict, _ints, fails, guarded, passes, raised
 
 __all__ = ["check_buckets", "hidden_batch_lengths"]
 
@@ -53,39 +53,40 @@ def _verdict(lens: list[int], bks: list[int], budget: int, max_waste: float | No
     return True, f"{plural(compiles, 'compile')}, {waste:.0%} padding"
 
 
-@guarded("buckets")
+def _check_budget(budget: int, max_waste: float | None) -> None:
+    _ints("budget", [budget])
+    if max_waste is not None and not 0 <= max_waste < 1:
+        raise ArgumentError(f"max_waste must be a share in [0, 1), got {max_waste!r}")
+
+
+@guarded(
+    "buckets",
+    must_be="a function choose(lengths, budget) -> buckets, not a list of buckets",
+    arguments=_check_budget,
+)
 def check_buckets(
-    choose: Callable[[list[int], int], Sequence[int]] | None, budget: int, max_waste: float | None = None
-) -> Check:
+    choose: Callable[[list[int], int], Sequence[int]], budget: int, max_waste: float | None = None
+) -> Verdict:
     """``choose(lengths, budget) -> buckets``: a bucket rule, run on jobs the chapter never shows
     (:func:`hidden_batch_lengths`). Each batch is padded to the smallest bucket that holds it; every job must use at
     most ``budget`` programs and, if ``max_waste`` is given, pad at most that share of its frames.
     """
-    name = "buckets"
     budget = _ints("budget", [budget])[0]
-    if max_waste is not None and not 0 <= max_waste < 1:
-        raise ArgumentError(f"max_waste must be a share in [0, 1), got {max_waste!r}")
-    if choose is None:
-        return _none(name)
-    if not callable(choose):
-        return _fail(name, "answer must be a function choose(lengths, budget) -> buckets, not a list of buckets")
     jobs = hidden_batch_lengths()
     report = []
     for j, lens in enumerate(jobs):
         try:
             got: Any = choose(list(lens), budget)
         except Exception as e:
-            return _fail(name, f"on job {j} ({len(lens)} batches): {raised(e, 'it')}")
+            return fails(f"on job {j} ({len(lens)} batches): {raised(e, 'it')}")
         try:
             bks = sorted(set(_ints("buckets", got)))
         except ValueError as e:
-            return _fail(name, f"on job {j}: it returned {got!r:.60}: {e}")
+            return fails(f"on job {j}: it returned {got!r:.60}: {e}")
         if not bks:
-            return _fail(name, f"on job {j}: it returned no buckets")
+            return fails(f"on job {j}: it returned no buckets")
         ok, why = _verdict(lens, bks, budget, max_waste)
         if not ok:
-            return _fail(name, f"on a job with batches of {min(lens)}-{max(lens)} frames, buckets {bks}: {why}")
+            return fails(f"on a job with batches of {min(lens)}-{max(lens)} frames, buckets {bks}: {why}")
         report.append(why)
-    return _ok(
-        name, f"{len(jobs)} jobs the chapter never shows, each within the budget of {budget}: " + "; ".join(report)
-    )
+    return passes(f"{len(jobs)} jobs the chapter never shows, each within the budget of {budget}: " + "; ".join(report))

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..text import plural
-from .common import ArgumentError, Check, _fail, _none, _ok, guarded, raised
+from .common import ArgumentError, Verdict, fails, guarded, passes, raised
 
 __all__ = ["check_view_culprits", "check_offsets_fixed", "hidden_loops"]
 
@@ -54,23 +54,18 @@ def _names(answer: Any) -> set[str]:
     return out
 
 
-@guarded("view culprits")
-def check_view_culprits(find: Callable[[Sequence[Mapping[str, Any]]], Iterable[str]] | None) -> Check:
+@guarded("view culprits", must_be="a function find(calls) -> argument names, not the names themselves")
+def check_view_culprits(find: Callable[[Sequence[Mapping[str, Any]]], Iterable[str]]) -> Verdict:
     """``find(calls) -> names``: given one ``{argument: tensor}`` per step of a recorded loop, the names of the
     arguments whose storage offset changes from step to step (what TorchTPU's guard recompiles on). Run on loops the
     chapter never shows (:func:`hidden_loops`)."""
-    name = "view culprits"
-    if find is None:
-        return _none(name)
-    if not callable(find):
-        return _fail(name, "answer must be a function find(calls) -> argument names, not the names themselves")
     found = []
     for calls in hidden_loops():
         where = f"on a loop with arguments {', '.join(calls[0])}"
         try:
             named = _names(find(calls))
         except Exception as e:
-            return _fail(name, f"{where}: {raised(e, 'it')}")
+            return fails(f"{where}: {raised(e, 'it')}")
         offs = _offsets(calls)
         moving = {k for k, v in offs.items() if len(set(v)) > 1}
         if named == moving:
@@ -88,8 +83,8 @@ def check_view_culprits(find: Callable[[Sequence[Mapping[str, Any]]], Iterable[s
                 f"{', '.join(still)} {'keeps' if len(still) == 1 else 'keep'} one offset ({still[0]} is a new tensor "
                 "or the same view every step: its values or address may change, its offset does not)"
             )
-        return _fail(name, f"{where}: " + "; ".join(parts))
-    return _ok(name, f"found the moving views in {len(found)} loops the chapter never shows: " + " | ".join(found))
+        return fails(f"{where}: " + "; ".join(parts))
+    return passes(f"found the moving views in {len(found)} loops the chapter never shows: " + " | ".join(found))
 
 
 def _schedules() -> list[tuple[Any, Any]]:
@@ -99,57 +94,56 @@ def _schedules() -> list[tuple[Any, Any]]:
     return [(torch.linspace(999, 1, 7), torch.linspace(1, 0, 8)), (torch.linspace(500, 20, 4) ** 1.1, torch.rand(5))]
 
 
-@guarded("offsets fixed")
+def _check_original(original: Callable[..., Any]) -> None:
+    if not callable(original):
+        raise ArgumentError("original must be the chapter's loop, a function (timesteps, sigmas) -> calls")
+
+
+@guarded(
+    "offsets fixed",
+    must_be="a function fix(timesteps, sigmas) -> calls, not the calls themselves",
+    arguments=_check_original,
+)
 def check_offsets_fixed(
-    fix: Callable[[Any, Any], Sequence[Mapping[str, Any]]] | None,
+    fix: Callable[[Any, Any], Sequence[Mapping[str, Any]]],
     original: Callable[[Any, Any], Sequence[Mapping[str, Any]]],
     atol: float = 0.0,
-) -> Check:
+) -> Verdict:
     """``fix(timesteps, sigmas) -> calls``: a version of the chapter's ``original(timesteps, sigmas)`` loop (``sigmas``
     one longer than ``timesteps``) in which every argument keeps one storage offset across steps and the values equal
     the original's; both run on schedules the chapter never shows."""
-    name = "offsets fixed"
-    if not callable(original):
-        raise ArgumentError("original must be the chapter's loop, a function (timesteps, sigmas) -> calls")
-    if fix is None:
-        return _none(name)
-    if not callable(fix):
-        return _fail(name, "answer must be a function fix(timesteps, sigmas) -> calls, not the calls themselves")
     for ts, sg in _schedules():
         reference = original(ts, sg)
         where = f"on a {len(ts)}-step schedule"
         try:
             calls = list(fix(ts.clone(), sg.clone()))
         except Exception as e:
-            return _fail(name, f"{where}: {raised(e, 'it')}")
+            return fails(f"{where}: {raised(e, 'it')}")
         if len(calls) != len(reference):
-            return _fail(
-                name,
+            return fails(
                 f"{where}: {plural(len(calls), 'step')}, the loop has {len(reference)} (use the schedules passed in, not the "
                 "chapter's)",
             )
         if not all(isinstance(c, Mapping) for c in calls):
-            return _fail(name, f"{where}: each step must be a dict {{argument: value}}")
+            return fails(f"{where}: each step must be a dict {{argument: value}}")
         moving = {k: v for k, v in _offsets(calls).items() if len(set(v)) > 1}
         if moving:
             k, v = next(iter(moving.items()))
-            return _fail(name, f"{where}: {k} still moves: storage offsets {v[:4]}... so each step recompiles")
+            return fails(f"{where}: {k} still moves: storage offsets {v[:4]}... so each step recompiles")
         for i, (got, want) in enumerate(zip(calls, reference)):
             for k, w in want.items():
                 if k not in got:
-                    return _fail(name, f"{where}, step {i}: argument {k!r} missing")
+                    return fails(f"{where}, step {i}: argument {k!r} missing")
                 if not hasattr(got[k], "storage_offset"):
-                    return _fail(
-                        name,
+                    return fails(
                         f"step {i}: {k} is a {type(got[k]).__name__}, not a tensor: a compiled step specializes on a "
                         "Python number (specialize_float), so each new value recompiles; pass a tensor that is not a "
                         "view (.clone())",
                     )
                 err = float((got[k].cpu().double() - w.cpu().double()).abs().max())
                 if not err <= atol:
-                    return _fail(name, f"{where}, step {i}: {k} differs from the original loop by {err:.2e}")
-    return _ok(
-        name,
+                    return fails(f"{where}, step {i}: {k} differs from the original loop by {err:.2e}")
+    return passes(
         f"every argument keeps one storage offset on {len(_schedules())} schedules the chapter never shows; values "
         "unchanged",
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .common import Check, _fail, _none, _ok, guarded, raised
+from .common import Verdict, fails, guarded, passes, raised
 
 __all__ = ["check_token_buckets", "check_max_slots", "HIDDEN_BUDGETS", "HIDDEN_SERVERS"]
 
@@ -21,15 +21,10 @@ def _buckets(smallest: int, budget: int) -> list[int]:
     return [*out, budget]
 
 
-@guarded("token buckets")
-def check_token_buckets(buckets: Callable[..., Any] | None) -> Check:
+@guarded("token buckets", must_be="a function buckets(smallest, budget)")
+def check_token_buckets(buckets: Callable[..., Any]) -> Verdict:
     """``buckets(smallest, budget) -> [bucket, ...]``: powers of two times ``smallest`` below ``budget``, then
     ``budget`` itself, on :data:`HIDDEN_BUDGETS`."""
-    name = "token buckets"
-    if buckets is None:
-        return _none(name)
-    if not callable(buckets):
-        return _fail(name, "answer must be a function buckets(smallest, budget)")
     done = []
     for smallest, budget in HIDDEN_BUDGETS:
         want = _buckets(smallest, budget)
@@ -37,7 +32,7 @@ def check_token_buckets(buckets: Callable[..., Any] | None) -> Check:
         try:
             got = [int(b) for b in buckets(smallest, budget)]
         except Exception as e:
-            return _fail(name, f"{where}: {raised(e, 'it')} (return a list of whole numbers)")
+            return fails(f"{where}: {raised(e, 'it')} (return a list of whole numbers)")
         if got == want:
             done.append(str(len(got)))
             continue
@@ -48,8 +43,8 @@ def check_token_buckets(buckets: Callable[..., Any] | None) -> Check:
             hint = ": the budget must be a bucket, or the largest batches fit none"
         elif got and got[0] != smallest:
             hint = f": start at the smallest bucket, {smallest}"
-        return _fail(name, f"{where}: {got}, expected {want}{hint}")
-    return _ok(name, f"right on {len(done)} unseen budgets ({', '.join(done)} buckets)")
+        return fails(f"{where}: {got}, expected {want}{hint}")
+    return passes(f"right on {len(done)} unseen budgets ({', '.join(done)} buckets)")
 
 
 #: (HBM bytes, weight bytes, layers, KV heads, head dim, longest sequence, bytes per value) the slots check asks about.
@@ -67,17 +62,10 @@ def _slots(hbm: float, weights: float, layers: int, kv_heads: int, head_dim: int
     return max(0, int((hbm - weights) // per_seq))
 
 
-@guarded("slots that fit")
-def check_max_slots(slots: Callable[..., Any] | None) -> Check:
+@guarded("slots that fit", must_be="a function slots(hbm, weights, layers, kv_heads, head_dim, max_len, bytes_per)")
+def check_max_slots(slots: Callable[..., Any]) -> Verdict:
     """``slots(hbm, weights, layers, kv_heads, head_dim, max_len, bytes_per) -> sequences`` whose full KV cache fits
     beside the weights (0 when the weights alone do not), on :data:`HIDDEN_SERVERS`."""
-    name = "slots that fit"
-    if slots is None:
-        return _none(name)
-    if not callable(slots):
-        return _fail(
-            name, "answer must be a function slots(hbm, weights, layers, kv_heads, head_dim, max_len, bytes_per)"
-        )
     done = []
     for case in HIDDEN_SERVERS:
         want = _slots(*case)
@@ -86,7 +74,7 @@ def check_max_slots(slots: Callable[..., Any] | None) -> Check:
         try:
             got = int(slots(*case))
         except Exception as e:
-            return _fail(name, f"{where}: {raised(e, 'it')} (return a whole number)")
+            return fails(f"{where}: {raised(e, 'it')} (return a whole number)")
         if got == want:
             done.append(str(got))
             continue
@@ -100,5 +88,5 @@ def check_max_slots(slots: Callable[..., Any] | None) -> Check:
             hint = ": when the weights alone do not fit, no sequence does: 0"
         elif want and got == want + 1:
             hint = ": round down; a sequence whose cache does not fit cannot be served"
-        return _fail(name, f"{where}: {got}, expected {want}{hint}")
-    return _ok(name, f"right on {len(done)} unseen servers: {', '.join(done)} sequences")
+        return fails(f"{where}: {got}, expected {want}{hint}")
+    return passes(f"right on {len(done)} unseen servers: {', '.join(done)} sequences")
