@@ -1,4 +1,4 @@
-"""Checked exercises: one module of checkers per chapter, each checker returning a :class:`~xlaport.exercises.common.Check`.
+"""Checked exercises: one module of checkers per chapter, each checker returning a :class:`~xlaport.exercises.result.Check`.
 
 >>> from xlaport.exercises import check_buckets
 >>> print(check_buckets(lambda lengths, budget: [128, 256], budget=2))  # doctest: +ELLIPSIS
@@ -9,100 +9,54 @@ checker runs it on data the chapter never shows (its ``hidden_*`` functions and 
 page fails and code that does the right thing passes. CI runs the same checker on the solution folded under each
 exercise and asserts that it passes.
 
-Layout: ``common`` holds :class:`Check` and the helpers every checker uses; each chapter's checkers live in a module
-named after the chapter's notebook (``first_steps``, ``port_training``, ...). A new chapter adds one module and one
-import and one entry in :data:`CHAPTER_MODULES`.
+Layout: ``result`` holds :class:`Check`; ``common`` holds :func:`~xlaport.exercises.common.guarded`, the decorator
+every checker is written under (it names the result and answers for a ``None`` answer, a value where a function is
+asked for, and an answer that raises), and the helpers the checkers use; ``progress``, ``curriculum`` and
+``workspace`` serve ``xlaport learn``. These are :data:`SUPPORT_MODULES`; every other module is a chapter's, named
+after the chapter's notebook (``first_steps``, ``port_training``, ...), its ``__all__`` listing its checkers and hidden
+data. A new chapter needs only its module: the modules are found when this package is imported
+(:data:`CHAPTER_MODULES`), and whatever their ``__all__`` lists is importable from here. (A new module that is not a
+chapter's goes in :data:`SUPPORT_MODULES`; ``tests/unit/test_exercises.py`` fails on a chapter module without a
+notebook.)
 """
 
 from __future__ import annotations
 
-from . import (
-    attention_numerics,
-    audit_your_code,
-    beyond_forward,
-    checkpoints,
-    custom_kernels,
-    distributed,
-    fine_tuning,
-    first_steps,
-    input_pipelines,
-    memory_fit,
-    op_fallbacks,
-    port_inference,
-    port_training,
-    predict_before_renting,
-    pricing_math,
-    profiling,
-    quantized_inference,
-    recompile_storms,
-    sd3_view_offsets,
-    serving,
-)
-from .attention_numerics import *  # noqa: F403
-from .audit_your_code import *  # noqa: F403
-from .beyond_forward import *  # noqa: F403
-from .checkpoints import *  # noqa: F403
-from .common import NOT_ATTEMPTED, Check
-from .custom_kernels import *  # noqa: F403
-from .distributed import *  # noqa: F403
-from .fine_tuning import *  # noqa: F403
-from .first_steps import *  # noqa: F403
-from .input_pipelines import *  # noqa: F403
-from .memory_fit import *  # noqa: F403
-from .op_fallbacks import *  # noqa: F403
-from .port_inference import *  # noqa: F403
-from .port_training import *  # noqa: F403
-from .predict_before_renting import *  # noqa: F403
-from .pricing_math import *  # noqa: F403
-from .profiling import *  # noqa: F403
-from .quantized_inference import *  # noqa: F403
-from .recompile_storms import *  # noqa: F403
-from .sd3_view_offsets import *  # noqa: F403
-from .serving import *  # noqa: F403
+import importlib
+import pkgutil
+from types import ModuleType
+
+from .._lazy import lazy_exports
+from . import curriculum, progress, workspace
+from .result import NOT_ATTEMPTED, Check
 from .workspace import reveal
 
-#: The chapter modules, in the book's order; each lists its checkers in its ``__all__``.
-CHAPTER_MODULES = (
-    first_steps,
-    port_training,
-    port_inference,
-    recompile_storms,
-    sd3_view_offsets,
-    op_fallbacks,
-    attention_numerics,
-    custom_kernels,
-    pricing_math,
-    predict_before_renting,
-    audit_your_code,
-    beyond_forward,
-    distributed,
-    memory_fit,
-    profiling,
-    input_pipelines,
-    checkpoints,
-    fine_tuning,
-    serving,
-    quantized_inference,
+#: The modules of this package that are not a chapter's checkers.
+SUPPORT_MODULES = frozenset({"common", "curriculum", "progress", "result", "workspace"})
+
+#: The chapter modules, by name; each lists its checkers (and the hidden data they use) in its ``__all__``.
+CHAPTER_MODULES: tuple[ModuleType, ...] = tuple(
+    importlib.import_module(f"{__name__}.{info.name}")
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda info: info.name)
+    if info.name not in SUPPORT_MODULES and not info.ispkg
 )
 
-__all__ = ["CHAPTER_MODULES", "Check", "NOT_ATTEMPTED", "reveal"]
-__all__ += first_steps.__all__
-__all__ += port_training.__all__
-__all__ += port_inference.__all__
-__all__ += recompile_storms.__all__
-__all__ += sd3_view_offsets.__all__
-__all__ += op_fallbacks.__all__
-__all__ += attention_numerics.__all__
-__all__ += custom_kernels.__all__
-__all__ += pricing_math.__all__
-__all__ += predict_before_renting.__all__
-__all__ += audit_your_code.__all__
-__all__ += beyond_forward.__all__
-__all__ += distributed.__all__
-__all__ += memory_fit.__all__
-__all__ += profiling.__all__
-__all__ += input_pipelines.__all__
-__all__ += checkpoints.__all__
-__all__ += fine_tuning.__all__
-__all__ += serving.__all__
-__all__ += quantized_inference.__all__
+
+def _exports(modules: tuple[ModuleType, ...]) -> dict[str, str]:
+    """Each name a chapter module exports, with the module's name; two chapters exporting one name is an error."""
+    out: dict[str, str] = {}
+    for m in modules:
+        short = m.__name__.rsplit(".", 1)[1]
+        for name in m.__all__:
+            if name in out:
+                raise ImportError(f"chapter modules {out[name]} and {short} both export {name}: rename one")
+            out[name] = short
+    return out
+
+
+_EXPORTS = _exports(CHAPTER_MODULES)
+
+__all__ = ["CHAPTER_MODULES", "Check", "NOT_ATTEMPTED", "curriculum", "progress", "reveal", "workspace", *_EXPORTS]
+
+# ``from xlaport.exercises import check_buckets``: each exported name is looked up in its chapter module (PEP 562).
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
