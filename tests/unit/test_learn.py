@@ -32,6 +32,9 @@ def test_start_copies_a_session_without_solutions(tmp_path: Path) -> None:
         assert "solution-start" not in text and "solution-end" not in text
         assert "solution.passed" not in text, f"{p.name}: a solution cell is left, Run All would run it"
         assert all(not c.get("outputs") for c in cells if c["cell_type"] == "code")
+        # the exercises preamble the book includes is in the copy as text (Jupyter shows no {include})
+        assert "{include}" not in text
+        assert (ROOT / "book" / "fragments" / "exercises.md").read_text().strip() in text
         notes = [c for c in cells if "Solution hidden in your copy" in _src(c)]
         assert len(notes) == len(
             workspace.exercise_labels(json.loads(workspace.chapter_path(p.stem, ROOT).read_text()))
@@ -130,9 +133,9 @@ def test_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
 
 
 def test_exercise_estimates_differ_by_exercise() -> None:
-    from conftest import script
 
-    cp = script("curriculum_pages")
+    from xlaport_site import curriculum as cp
+
     minutes = {
         label: m
         for p in ("notebooks/port_training", "notebooks/port_inference")

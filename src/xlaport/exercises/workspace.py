@@ -2,7 +2,8 @@
 
 - :func:`learner_edition` turns a chapter notebook into the copy a learner works in: every folded solution (the
   cells from ``{solution-start}`` to ``{solution-end}``) is replaced by one note that says how to reveal it, and
-  outputs are cleared, so "Run All" never runs a solution.
+  outputs are cleared, so "Run All" never runs a solution; an ``{include}`` (the exercises preamble) is replaced by
+  the text it includes, which Jupyter would not show.
 - :func:`start` writes a session's chapters into a folder outside the repository, with a ``.xlaport-learn.toml``
   that names the learner and the progress folder; :func:`reset` puts one chapter back (the old copy is kept).
 - :func:`reveal` prints an exercise's solution from the book's own notebook, when the learner asks for it.
@@ -35,6 +36,7 @@ __all__ = [
 
 _EXERCISE = re.compile(r"^```\{exercise\}.*?^:label:\s*(\S+)", re.S | re.M)
 _SOLUTION = re.compile(r"^```\{solution-start\}\s+(\S+)", re.M)
+_INCLUDE = re.compile(r"^```\{include\}\s+(\S+)\s*\n```[ \t]*$", re.M)
 
 
 def book_root() -> Path:
@@ -72,8 +74,15 @@ def _lines(text: str) -> list[str]:
     return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
-def learner_edition(nb: dict[str, Any], chapter: str) -> dict[str, Any]:
-    """A copy of the notebook without solution cells and outputs; each solution becomes a note on how to reveal it."""
+def _inline_includes(text: str, folder: Path) -> str:
+    """``text`` with each ``{include}`` directive replaced by the file it names (relative to ``folder``, as MyST reads
+    it from the notebook's folder)."""
+    return _INCLUDE.sub(lambda m: (folder / m.group(1)).read_text().rstrip("\n"), text)
+
+
+def learner_edition(nb: dict[str, Any], chapter: str, root: Path | None = None) -> dict[str, Any]:
+    """A copy of the notebook without solution cells and outputs; each solution becomes a note on how to reveal it,
+    and each ``{include}`` the text it includes (read from ``root``'s ``notebooks/``, the book's by default)."""
     labels = exercise_labels(nb)
     out = {k: v for k, v in nb.items() if k != "cells"}
     cells: list[dict[str, Any]] = []
@@ -98,6 +107,8 @@ def learner_edition(nb: dict[str, Any], chapter: str) -> dict[str, Any]:
                 inside = False
             continue
         c = dict(c)
+        if c["cell_type"] == "markdown" and _INCLUDE.search(text):
+            c["source"] = _lines(_inline_includes(text, (root or book_root()) / "notebooks"))
         if c["cell_type"] == "code":
             c["outputs"], c["execution_count"] = [], None
             if pending:  # the answer cell: its checks are recorded under this exercise for the team table
@@ -170,7 +181,7 @@ def start(
         if dest.exists() and not force:
             continue
         nb = json.loads(chapter_path(stem, root).read_text())
-        dest.write_text(json.dumps(learner_edition(nb, stem), indent=1, ensure_ascii=False) + "\n")
+        dest.write_text(json.dumps(learner_edition(nb, stem, root), indent=1, ensure_ascii=False) + "\n")
         written.append(dest)
     return written
 
@@ -188,6 +199,6 @@ def reset(chapter: str, folder: Path, root: Path | None = None) -> tuple[Path, P
         shutil.move(str(dest), kept)
     folder.mkdir(parents=True, exist_ok=True)
     dest.write_text(
-        json.dumps(learner_edition(json.loads(src.read_text()), src.stem), indent=1, ensure_ascii=False) + "\n"
+        json.dumps(learner_edition(json.loads(src.read_text()), src.stem, root), indent=1, ensure_ascii=False) + "\n"
     )
     return dest, kept
