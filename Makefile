@@ -24,7 +24,7 @@ PYTEST_ARGS ?=
 # 15 s instead of 6, in every chapter and every test subprocess.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: help venv lock lint format test test-params soak unit notebooks editions editions-run site book browser verify serve clean
+.PHONY: help venv lock lint format test test-params soak unit notebooks editions-run site book browser verify serve clean
 
 help:
 	@echo "make book    execute the notebooks once and build the site into _build/html"
@@ -36,7 +36,7 @@ help:
 	@echo "make lock   regenerate requirements.lock and requirements-tpu.lock (every package pinned, with hashes)"
 	@echo "make test-params  every chapter with each other seed and target its parameters cell offers (~25 min)"
 	@echo "make soak    every chapter twice side by side, then make test beside two busy loops (~30 min)"
-	@echo "make editions-run  each chapter's Colab/Jupyter edition run top to bottom in a fresh kernel (after make notebooks)"
+	@echo "make editions-run  each chapter's Colab/Jupyter edition run top to bottom in a fresh kernel (after make book)"
 	@echo "make format  apply ruff's fixes and formatting"
 	@echo "make serve   serve _build/html on http://localhost:$(PORT)"
 	@echo "make clean   remove _build (keeps .venv)"
@@ -146,15 +146,12 @@ soak: $(STAMP)
 test-params: $(STAMP)
 	$(PY) scripts/param_matrix.py $(PARAMS_ARGS)
 
-# Each chapter's reader edition for Colab and Jupyter (scripts/reader_editions.py), from the executed copies
-# ('make notebooks' first) into _build/editions/notebooks/; the site build writes the same into _build/html/editions/.
-# editions-run then runs each one top to bottom in a fresh kernel, as a Colab runtime would (the setup cell skipped):
-# too long for make test, a scheduled workflow runs it (.github/workflows/editions.yml). EDITIONS="a b" picks chapters.
-editions: $(STAMP)
-	$(PY) scripts/reader_editions.py $(EDITIONS)
-
+# Each chapter's reader edition for Colab and Jupyter, which the site build writes into _build/html/editions/notebooks/
+# (_ext/xlaport_site/editions.py), run top to bottom in a fresh kernel as a Colab runtime would (the setup cell
+# skipped): after 'make book'. Too long for make test, a scheduled workflow runs it (.github/workflows/editions.yml).
+# EDITIONS="a b" picks chapters.
 editions-run: $(STAMP)
-	$(PY) scripts/reader_editions.py --run $(EDITIONS)
+	$(PY) scripts/run_editions.py $(EDITIONS)
 
 # The chapters, executed into _build/executed: on JOBS workers, as make test runs them (a chapter keeps about one core).
 notebooks: $(STAMP)

@@ -2,14 +2,53 @@
 
 A scan rule names its chapter by path (``notebooks/port_training``); a report shows the reader that chapter's title,
 linked, never the path. ``tests/unit/test_pages.py`` checks every title against the page's own heading and the
-site address against the one the reader editions publish to (``scripts/reader_editions.py``). Torch-free.
+repository against pyproject.toml and _config.yml. The site's extension publishes each chapter's reader edition
+for Colab and Jupyter where :func:`colab_url` points. Torch-free.
 """
 
 from __future__ import annotations
 
-__all__ = ["SITE", "TITLES", "title", "url", "link"]
+__all__ = [
+    "EDITIONS_BRANCH",
+    "EDITIONS_FOLDER",
+    "REPOSITORY",
+    "SITE",
+    "TITLES",
+    "colab_url",
+    "link",
+    "site_of",
+    "title",
+    "url",
+]
 
-SITE = "https://xlaport.github.io/xlaport/"
+REPOSITORY = "https://github.com/xlaport/xlaport"
+# The branch the Pages workflow pushes the reader editions to (.github/workflows/pages.yml), and the folder in it.
+EDITIONS_BRANCH = "editions"
+EDITIONS_FOLDER = "notebooks"
+
+
+def _owner_repo(repository: str) -> tuple[str, str]:
+    parts = repository.rstrip("/").split("/")
+    if len(parts) != 5 or parts[2] != "github.com" or not all(parts[3:]):
+        raise ValueError(f"not a GitHub repository address: {repository!r}")
+    return parts[3], parts[4]
+
+
+def site_of(repository: str) -> str:
+    """Where GitHub Pages publishes a repository's site: ``https://<owner>.github.io/<repo>/``."""
+    owner, name = _owner_repo(repository)
+    return f"https://{owner.lower()}.github.io/{name}/"
+
+
+def colab_url(stem: str, repository: str = REPOSITORY) -> str:
+    """Where Colab opens a chapter's reader edition: the editions branch the Pages workflow pushes."""
+    owner, name = _owner_repo(repository)
+    return (
+        f"https://colab.research.google.com/github/{owner}/{name}/blob/{EDITIONS_BRANCH}/{EDITIONS_FOLDER}/{stem}.ipynb"
+    )
+
+
+SITE = site_of(REPOSITORY)
 
 TITLES: dict[str, str] = {
     "book/generated/api_mapping": "API mapping: `torch.cuda` to `torch.accelerator`, TorchTPU and TorchNeuron",

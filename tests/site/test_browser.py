@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from conftest import script
+from xlaport import pages
 
 pytestmark = [pytest.mark.browser, pytest.mark.built]
 
@@ -416,7 +416,7 @@ def test_colab_link_opens_this_notebook(browser: Browser, site: str, page: str) 
     stem = Path(page).stem
     # The reader edition (plain markdown, no book markup) on the branch the Pages workflow pushes, published with
     # the site; not the source notebook.
-    edition = script("reader_editions").colab_url(stem)
+    edition = pages.colab_url(stem)
     assert hrefs, f"{page}: no Colab link"
     assert all(h == edition for h in hrefs), f"{page}: Colab links {hrefs}, expected the edition {edition}"
     assert (Path(SITE) / "editions" / "notebooks" / f"{stem}.ipynb").is_file(), f"{page}: no edition in the site"

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
+import yaml
 
-from conftest import script
 from xlaport import pages
 from xlaport.scan.rules import RULES
 
@@ -40,8 +41,20 @@ def test_every_rule_chapter_has_a_title() -> None:
     assert not missing, f"scan rules point to pages without a title here: {missing}"
 
 
-def test_site_is_where_the_editions_publish() -> None:
-    assert script("reader_editions").site_url() == pages.SITE
+def test_the_repository_is_written_alike_everywhere() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project["urls"]["Repository"] == pages.REPOSITORY
+    book = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    assert book["repository"]["url"] == pages.REPOSITORY  # the site's buttons, and the editions' Colab links
+    assert pages.SITE == "https://xlaport.github.io/xlaport/"
+
+
+def test_colab_opens_the_edition_on_its_branch() -> None:
+    assert pages.colab_url("distributed") == (
+        "https://colab.research.google.com/github/xlaport/xlaport/blob/editions/notebooks/distributed.ipynb"
+    )
+    with pytest.raises(ValueError, match=re.escape("not a GitHub repository address: 'https://example.org/x'")):
+        pages.colab_url("distributed", "https://example.org/x")
 
 
 def test_link_and_unknown_page() -> None:
