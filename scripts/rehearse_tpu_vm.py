@@ -90,10 +90,7 @@ def _report():
 
 
 def chapters() -> list[Path]:
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from colab_cell import chapters as listed
-
-    return list(listed(ROOT))
+    return sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
 # What libtpu logs when it asks the cloud metadata server of a TPU VM for its topology (libtpu 0.0.52 off Google

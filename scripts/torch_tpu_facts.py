@@ -31,9 +31,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from tpu_wheel import download, sha256
+from xlaport.wheels import download, sha256
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "src" / "xlaport" / "reference" / "data"

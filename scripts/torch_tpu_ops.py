@@ -40,9 +40,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from tpu_wheel import download, sha256
+from xlaport.wheels import download, sha256
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "src" / "xlaport" / "reference" / "data" / "torch_tpu-0.2.0-ops.json"

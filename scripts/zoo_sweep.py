@@ -26,10 +26,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+from xlaport.zoo import FAMILIES, SweepResult, names
 
-from xlaport.zoo import FAMILIES, SweepResult, names  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 OUT = ROOT / "src" / "xlaport" / "reference" / "data" / "zoo-sweep.json"
 

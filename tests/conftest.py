@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import importlib
+import importlib.util
 import json
 import os
 import re
@@ -26,7 +27,6 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = str(ROOT / "src")
-SCRIPTS = str(ROOT / "scripts")
 
 Runner = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -37,10 +37,18 @@ _SESSION_ENV = dict(os.environ)
 
 
 def script(name: str) -> ModuleType:
-    """Import ``scripts/<name>.py`` as the module ``name`` (the scripts import one another by name)."""
-    if SCRIPTS not in sys.path:
-        sys.path.insert(0, SCRIPTS)
-    return importlib.import_module(name)
+    """The command-line entry point ``scripts/<name>.py``, loaded from its file as the module ``name`` (once), so that
+    a test can call its functions. Nothing imports a script but the tests: code the build or the toolkit needs lives
+    in ``xlaport`` or in the site's extension (``_ext/xlaport_site``, on the tests' path by pyproject.toml)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no script scripts/{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look the module up by name
+    spec.loader.exec_module(module)
+    return module
 
 
 def run_python(

@@ -6,28 +6,25 @@ Config ``xlaport_generate`` lists what to make, into the source directory:
   ``book/generated/facts_checked.md``, the date the data's facts were checked (:mod:`xlaport.reference.freshness`),
   which the "What changed" facts page (book/what_changed_facts.md) includes;
 * ``flowchart``: ``book/generated/figures/migration.svg``, the home page's migration flowchart;
-* ``curriculum``: the curriculum's session table and the decision brief's band (``scripts/curriculum_pages.py``);
+* ``curriculum``: the curriculum's session table and the decision brief's band (:mod:`.curriculum`);
 * ``verified``: ``book/verified.md``, the verified-on page: the committed run records (``verified/*.json``) and this
-  build's own emulated run, read from the executed notebooks under ``notebooks/`` (``scripts/verify.py``).
+  build's own emulated run, read from the executed notebooks under ``notebooks/`` (:mod:`xlaport.runs`).
 
 Generated text is markdown read with MyST's dollar maths on: every ``$`` in it outside a code span is escaped
 (:func:`xlaport.text.escape_dollars`), so a price in the data (a source's "$98.32/h") stays prose. A file is
-rewritten only when its text changes. The scripts are the project's own (``scripts/``, in the first
-parent of this file or of the installed toolkit with ``pyproject.toml`` and ``scripts/``), so a staged copy of the
-extension finds them as well.
+rewritten only when its text changes.
 """
 
 from __future__ import annotations
 
 import datetime
-import importlib
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 from sphinx.application import Sphinx
 from sphinx.util import logging
+
+from .checkout import project_root
 
 logger = logging.getLogger("xlaport_site")
 KINDS = ("reference", "flowchart", "curriculum", "verified", "estimates")
@@ -37,24 +34,6 @@ FRAGMENTS = (
     "book/generated/curriculum_sessions.md",
     "book/generated/decision_band.md",
 )
-
-
-def project_root() -> Path:
-    """The xlaport checkout: above this file (also when staged under _build/), else above the installed toolkit."""
-    import xlaport
-
-    for start in (Path(__file__).resolve(), Path(xlaport.__file__).resolve()):
-        for parent in start.parents:
-            if (parent / "pyproject.toml").exists() and (parent / "scripts").is_dir():
-                return parent
-    raise RuntimeError(f"no xlaport checkout (pyproject.toml and scripts/) above {Path(__file__).resolve()}")
-
-
-def _script(name: str) -> ModuleType:
-    scripts = str(project_root() / "scripts")
-    if scripts not in sys.path:
-        sys.path.insert(0, scripts)
-    return importlib.import_module(name)
 
 
 def _write(path: Path, text: str) -> Path:
@@ -81,24 +60,27 @@ def flowchart(srcdir: Path) -> list[Path]:
 
 
 def curriculum(srcdir: Path) -> list[Path]:
-    return list(_script("curriculum_pages").write(srcdir / "book" / "generated"))
+    from . import curriculum as pages
+
+    return pages.write(srcdir / "book" / "generated")
 
 
 def verified(srcdir: Path) -> list[Path]:
     """The verified-on page: committed run records and this build's run, from the executed chapters."""
     import torch
 
-    verify = _script("verify")
+    from xlaport import runs
+
     chapters = {
-        done.stem: verify.chapter_record(json.loads(done.read_text(encoding="utf-8")), passed=True)
+        done.stem: runs.chapter_record(json.loads(done.read_text(encoding="utf-8")), passed=True)
         for done in sorted((srcdir / "notebooks").glob("*.ipynb"))
     }
     today = datetime.date.today().isoformat()
     this_build = {"date": f"{today} (this build)", "requested_target": "parameters cells", "torch": torch.__version__}
-    records = [*verify.load_records(project_root() / "verified"), {**this_build, "chapters": chapters}]
+    records = [*runs.load_records(project_root() / "verified"), {**this_build, "chapters": chapters}]
     from xlaport.text import escape_dollars
 
-    return [_write(srcdir / "book" / "verified.md", escape_dollars(verify.render_page(records)))]
+    return [_write(srcdir / "book" / "verified.md", escape_dollars(runs.render_page(records)))]
 
 
 def estimates(srcdir: Path) -> list[Path]:

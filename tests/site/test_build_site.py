@@ -83,7 +83,8 @@ def test_the_build_generates_pages_when_it_starts(tmp_path: Path, monkeypatch: p
 
     The chapters' timings are pinned: under ``make test`` the chapters run beside this test and rewrite
     _build/executed/timings.json between the build's read and the expected pages' read."""
-    pages_script = script("curriculum_pages")
+    from xlaport_site import curriculum as pages_script
+
     timings = tmp_path / "timings.json"
     timings.write_text(json.dumps({"01_first_steps": {"seconds": 61.0}, "port_training": {"seconds": 47.5}}))
     monkeypatch.setattr(pages_script, "TIMINGS", timings)

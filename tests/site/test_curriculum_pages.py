@@ -1,4 +1,5 @@
-"""scripts/curriculum_pages.py: measured session durations and the decision brief's break-even band."""
+"""The curriculum pages the site's extension generates (_ext/xlaport_site/curriculum.py): measured session durations
+and the decision brief's break-even band."""
 
 from __future__ import annotations
 
@@ -7,11 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
-
-from conftest import script
+from xlaport_site import curriculum as cp
 
 ROOT = Path(__file__).resolve().parents[2]
-cp = script("curriculum_pages")
 
 
 def test_every_session_page_exists_and_is_linked() -> None:

@@ -1,4 +1,4 @@
-"""make verify's pieces: XLAPORT_TARGET picks the target, a chapter's run record, the verified-on page."""
+"""make verify's pieces: XLAPORT_TARGET picks the target, a chapter's run record, the verified-on page (xlaport.runs)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ from typing import Any
 import pytest
 
 import xlaport
-from conftest import script
+from xlaport import runs
 
 ROOT = Path(__file__).resolve().parents[2]
-verify = script("verify")
 
 BANNER = (
     "[xlaport] target=tpu (emulated) device=xla:0 backend=openxla | emulated on torch_xla XLA:CPU | "
@@ -49,7 +48,7 @@ def test_bad_env_target_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_chapter_record_reads_banner_and_numeric_glue() -> None:
-    rec = verify.chapter_record(_executed(), passed=True)
+    rec = runs.chapter_record(_executed(), passed=True)
     assert (rec["target"], rec["mode"], rec["device"]) == ("tpu", "emulated", "xla:0")
     assert rec["figures"] == {"compiles": 16.0, "ratio": 41.25}  # the text glue is not a figure
     assert rec["passed"] is True
@@ -59,7 +58,7 @@ def test_page_lists_every_run_per_chapter() -> None:
     emulated = {
         "date": "this build",
         "torch": "2.9.0",
-        "chapters": {"op_fallbacks": verify.chapter_record(_executed(), True)},
+        "chapters": {"op_fallbacks": runs.chapter_record(_executed(), True)},
     }
     real = {
         "date": "2026-12-01",
@@ -68,18 +67,18 @@ def test_page_lists_every_run_per_chapter() -> None:
             "op_fallbacks": {"passed": False, "target": "tpu", "mode": "real", "device": "tpu:0", "figures": {}}
         },
     }
-    page = verify.render_page([emulated, real])
+    page = runs.render_page([emulated, real])
     assert page.startswith("# Verified on")
     assert "| this build | tpu | emulated | xla:0 | 2.9.0 | yes | `compiles` 16, `ratio` 41.2 |" in page
     assert "| 2026-12-01 | tpu | real | tpu:0 | 2.9.0 | no | – |" in page
 
 
 def test_page_without_records_says_so() -> None:
-    assert "No run has been recorded yet." in verify.render_page([])
+    assert "No run has been recorded yet." in runs.render_page([])
 
 
 def test_figures_read_as_numbers_not_exponents() -> None:
-    assert [verify._figure(v) for v in (8192.0, 1797, 122.51, 0.268, 1.5e-7, 2.5e7)] == [
+    assert [runs._figure(v) for v in (8192.0, 1797, 122.51, 0.268, 1.5e-7, 2.5e7)] == [
         "8,192",
         "1,797",
         "123",

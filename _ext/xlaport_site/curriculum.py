@@ -1,5 +1,4 @@
-#!/usr/bin/env python
-"""Generate the curriculum's session table and the decision brief's break-even band (never typed by hand).
+"""The curriculum's session table and the decision brief's break-even band, generated when the site build starts.
 
 - ``book/generated/curriculum_sessions.md``: each session's pages, prerequisites and duration, measured: the
   chapters' run times from ``_build/executed/timings.json`` (written by ``tests/notebooks/test_chapters_execute.py``) plus reading
@@ -8,9 +7,7 @@
   data file's unverified price, against TPU v6e's published price, and the Trainium2 price that matches TPU v6e
   (so that a user's Trainium2 quote can be read against it), all from ``xlaport.cost``.
 
-``scripts/build_site.py`` calls :func:`write` while staging the book; run it alone to preview:
-
-    python scripts/curriculum_pages.py [OUT_DIR]     # default: book/generated
+:mod:`.generated` calls :func:`write` when the build starts (``xlaport_generate: [curriculum]``).
 """
 
 from __future__ import annotations
@@ -18,14 +15,15 @@ from __future__ import annotations
 import json
 import math
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 from xlaport.exercises.curriculum import SESSIONS
 from xlaport.text import escape_dollars
 
-ROOT = Path(__file__).resolve().parents[1]
+from .checkout import project_root
+
+ROOT = project_root()
 TIMINGS = ROOT / "_build" / "executed" / "timings.json"
 WORDS_PER_MINUTE = 150  # an assumption for technical prose with code, stated on the page
 # Per exercise: a base (read the task, run the check, read its verdict) plus minutes per line of the reference
@@ -327,9 +325,3 @@ def write(out_dir: Path) -> list[Path]:
         (out_dir / name).write_text(text)
         written.append(out_dir / name)
     return written
-
-
-if __name__ == "__main__":
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "book" / "generated"
-    for p in write(out):
-        print(p)

@@ -1,6 +1,7 @@
-"""Shared by the maintainer scripts that read the torch_tpu wheel: fetch it from PyPI and fingerprint it.
+"""Fetch a published wheel and fingerprint it, for the maintainer scripts that read the torch_tpu wheel into the
+toolkit's data files (``scripts/torch_tpu_facts.py``, ``torch_tpu_ops.py``, ``torch_tpu_api_surface.py``).
 
-Only these scripts download; tests and notebooks read the data files the scripts wrote.
+Only those scripts download; the toolkit, the tests and the notebooks read the data files the scripts wrote.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ import hashlib
 import subprocess
 import sys
 from pathlib import Path
+
+__all__ = ["download", "sha256"]
 
 
 def download(package: str, version: str, dest: Path) -> Path:
