@@ -2,17 +2,21 @@
 
 One module per family:
 
-* :mod:`.generated`: the pages made from the toolkit's data when the build starts (``builder-inited``);
+* :mod:`.generated`: the pages made from the toolkit's data when the build starts (``builder-inited``), the
+  curriculum's among them (:mod:`.curriculum`; :mod:`.checkout` finds what the build reads beside the book);
 * :mod:`.glue`: ``{glue:md}`` values marked as glued (``inline.pasted-markdown``), as ``{glue:text}`` values are;
-* :mod:`.editions`: the chapters' reader editions for Colab and Jupyter, and the Colab buttons that open them;
-* :mod:`.html`: fixes to the rendered pages (scripts once per page, alt text for plots, exact zeros as ``0``);
+* :mod:`.html`: fixes to the rendered pages (scripts once per page; alt text for plots and exact zeros as ``0``, as
+  post-transforms);
 * the reader checks, each a doctree visitor that warns ``xlaport.<check>`` (a strict build, ``-W``, fails on it):
   :mod:`.prose_numbers` (numbers in a chapter's prose are glued, parameters or sourced), :mod:`.derived` (a
   table's derived columns recompute from the cells shown), :mod:`.read_dates` (each cited web page shows the day
   it was read), :mod:`.glossary` (a term's
   first use in a chapter is a ``{term}`` link), :mod:`.outputs` (stray results, build-machine noise, printed tables,
   ``nan`` where a number belongs in an output), :mod:`.pages` (unrendered tables, ``nan`` or ``0.0e+00`` in glued
-  prose, headings numbered twice, emoji, machine paths).
+  prose, headings numbered twice, emoji, machine paths);
+* :mod:`.editions`: each chapter's reader edition for Colab and Jupyter, written from its resolved doctree (after the
+  checks, ``doctree-resolved`` at priority 900) as plain markdown (:mod:`.markdown`), and the Colab buttons that open
+  it.
 
 ``tests/site/test_reader_checks.py`` builds small projects with this extension, reintroduces each defect and sees
 its warning.

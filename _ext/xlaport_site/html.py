@@ -9,6 +9,9 @@
   "Plot: <its section's title>". A cell can still say more with ``{"mystnb": {"image": {"alt": "..."}}}``.
 * A glued number that is exactly zero reads ``0``, not ``0.0e+00``: a format such as ``:.1e`` suits the small errors
   a chapter measures, but Python writes an exact zero in it as ``0.0e+00``.
+
+The two edits of the doctree are post-transforms (priority 300: after MyST-NB's and the references'), so the reader
+checks and the reader editions, which read the page at ``doctree-resolved``, see what the site shows.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 
 from docutils import nodes
 from sphinx.application import Sphinx
+from sphinx.transforms.post_transforms import SphinxPostTransform
 
 from xlaport.text import is_exact_zero_in_e
 
@@ -52,29 +56,41 @@ def _recorded(app: Sphinx, image: nodes.image) -> str | None:
         return None
 
 
-def alt_text(app: Sphinx, doctree: nodes.document, docname: str) -> None:
-    for image in doctree.findall(nodes.image):
-        alt = str(image.get("alt", "")).strip()
-        if alt and not _PATHLIKE.search(alt) and alt != image.get("uri"):
-            continue
-        shows = _recorded(app, image)
-        if shows:
-            image["alt"] = f"Plot: {shows}"
-            continue
-        section = image.parent
-        while section is not None and not isinstance(section, nodes.section):
-            section = section.parent
-        title = section.next_node(nodes.title).astext() if section is not None else ""
-        image["alt"] = f"Plot: {title}" if title else "Plot produced by the code cell above"
+class AltText(SphinxPostTransform):
+    """A plot's alt text says what it shows, not its file path."""
+
+    # After MyST-NB has chosen each output's mime type (SelectMimeType, 4) and pasted glued figures (5), and after
+    # the references are resolved (10): the images are in the doctree as the page shows them.
+    default_priority = 300
+
+    def run(self, **kwargs: Any) -> None:
+        for image in self.document.findall(nodes.image):
+            alt = str(image.get("alt", "")).strip()
+            if alt and not _PATHLIKE.search(alt) and alt != image.get("uri"):
+                continue
+            shows = _recorded(self.app, image)
+            if shows:
+                image["alt"] = f"Plot: {shows}"
+                continue
+            section = image.parent
+            while section is not None and not isinstance(section, nodes.section):
+                section = section.parent
+            title = section.next_node(nodes.title).astext() if section is not None else ""
+            image["alt"] = f"Plot: {title}" if title else "Plot produced by the code cell above"
 
 
-def exact_zero(app: Sphinx, doctree: nodes.document, docname: str) -> None:
-    for node in list(doctree.findall(nodes.inline)):
-        if "pasted-text" in node.get("classes", []) and is_exact_zero_in_e(node.astext()):
-            node.children = [nodes.Text("0")]
+class ExactZero(SphinxPostTransform):
+    """A glued number that is exactly zero reads ``0`` (``{glue:text}`` values are pasted when the page is read)."""
+
+    default_priority = 300  # any time after the read; before the reader checks and the editions (doctree-resolved)
+
+    def run(self, **kwargs: Any) -> None:
+        for node in list(self.document.findall(nodes.inline)):
+            if "pasted-text" in node.get("classes", []) and is_exact_zero_in_e(node.astext()):
+                node.children = [nodes.Text("0")]
 
 
 def setup(app: Sphinx) -> None:
     app.connect("html-page-context", dedupe_scripts)
-    app.connect("doctree-resolved", alt_text)
-    app.connect("doctree-resolved", exact_zero, priority=400)  # before the checks (priority 500)
+    app.add_post_transform(AltText)
+    app.add_post_transform(ExactZero)

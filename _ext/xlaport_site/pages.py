@@ -3,7 +3,7 @@
 * ``xlaport.raw-table``: a paragraph whose lines start and end with ``|`` is a markdown table that did not render.
 * ``xlaport.nan``: ``nan``/``inf`` (Python's float repr) in a glued value in prose.
 * ``xlaport.exact-zero``: a glued value that shows an exact zero as ``0.0e+00`` (``{glue:text}`` values are written
-  ``0`` by :func:`xlaport_site.html.exact_zero`; this catches the other glue forms).
+  ``0`` by :class:`xlaport_site.html.ExactZero`; this catches the other glue forms).
 * ``xlaport.double-number``: the book numbers sections ("12.1."), so a heading that starts with its own number reads
   "12.1. 1. Autocast".
 * ``xlaport.emoji``: colour emoji (✅, ❌, ⚠️, ...) show as empty boxes where no emoji font is installed.
