@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from ..reference import data_text
+from .._data import data_text
 
 __all__ = [
     "DATA_FILE",

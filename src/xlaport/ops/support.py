@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from .. import detect, xla_cpu
-from ..reference import data_text
+from .._data import data_text
 from .trace import normalise
 
 __all__ = [

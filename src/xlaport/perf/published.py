@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..reference import data_text
+from .._data import data_text
 
 __all__ = ["KINDS", "INFERENCE", "PublishedRun", "runs", "published_runs", "run", "held_out_draw", "DATA_FILE"]
 

@@ -2,7 +2,9 @@
 
 ``reference/data/`` holds every data file with provenance (target rules, op tables read from the
 torch_tpu wheel, TorchNeuron's op list, the API mapping, hardware facts). Each generated reference
-page has one module here, named as the page, with ``render() -> str`` (MyST markdown):
+page has one module here, named as the page, with ``render() -> str`` (MyST markdown). The pages sit above what
+they render: the modules that load and query the data (the last column) never import this package, and read the
+files through :func:`data_text` (:mod:`xlaport._data`, re-exported here).
 
 ==================  =========================================  ======================================
 page / module       rendered from                               query API
@@ -21,19 +23,12 @@ book builds.
 from __future__ import annotations
 
 import importlib
-from importlib import resources
+
+from .._data import data_text
 
 __all__ = ["PAGES", "data_text", "render"]
 
 PAGES: tuple[str, ...] = ("target_rules", "api_mapping", "op_coverage", "hardware", "kernel_concepts", "scan_rules")
-
-
-def data_text(name: str) -> str:
-    """The text of data file ``name`` in ``xlaport/reference/data/``."""
-    path = resources.files(__name__).joinpath("data", name)
-    if not path.is_file():
-        raise ValueError(f"no reference data file {name!r}")
-    return path.read_text(encoding="utf-8")
 
 
 def render(page: str) -> str:
