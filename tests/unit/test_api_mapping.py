@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from xlaport import api_mapping
 from xlaport.cli import main
 from xlaport.reference import api_mapping as am
 
@@ -117,16 +118,16 @@ def test_bad_table_is_a_one_line_value_error(monkeypatch: pytest.MonkeyPatch) ->
         '[[row]]\ngroup="g"\ncuda="torch.cuda.x()"\naccelerator=""\ntpu="t"\ntpu_status="maybe"\ntpu_source="s"\n'
         'neuron=""\nneuron_status="works"\nneuron_source="s"\n'
     )
-    real = am._data
-    monkeypatch.setattr(am, "_data", lambda name: bad if name == "api_mapping.toml" else real(name))
-    am._load.cache_clear()
+    real = api_mapping._data  # the table is loaded by xlaport.api_mapping; the page's module re-exports rows()
+    monkeypatch.setattr(api_mapping, "_data", lambda name: bad if name == "api_mapping.toml" else real(name))
+    api_mapping._load.cache_clear()
     try:
         with pytest.raises(ValueError, match="unknown tpu_status 'maybe'") as e:
             am.rows()
         assert "\n" not in str(e.value)
     finally:
         monkeypatch.undo()
-        am._load.cache_clear()
+        api_mapping._load.cache_clear()
     assert am.rows() == ROWS
 
 

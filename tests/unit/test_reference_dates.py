@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from xlaport import reference
-from xlaport.reference import api_mapping, freshness
+from xlaport import api_mapping, reference
+from xlaport.reference import freshness
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..reference.api_mapping import STATUSES, lookup, rows
+from ..api_mapping import STATUSES, lookup, rows
 
 __all__ = ["configure", "run"]
 

@@ -10,7 +10,7 @@ files through :func:`data_text` (:mod:`xlaport._data`, re-exported here).
 page / module       rendered from                               query API
 ==================  =========================================  ======================================
 ``target_rules``    ``data/profiles.toml``                      :mod:`xlaport.profiles`
-``api_mapping``     ``data/api_mapping.toml`` + API surface     :mod:`xlaport.reference.api_mapping`
+``api_mapping``     ``data/api_mapping.toml`` + API surface     :mod:`xlaport.api_mapping`
 ``op_coverage``     ``data/torch_tpu-0.2.0-ops.json`` and more  :mod:`xlaport.ops`
 ``hardware``        ``data/hardware.toml``                      :mod:`xlaport.cost`
 ``scan_rules``      the scanner's rule modules                  :mod:`xlaport.scan.rules`

@@ -78,7 +78,7 @@ def rule_ids() -> tuple[str, ...]:
 @cache
 def _mapping_index() -> dict[str, object]:
     """``torch.cuda.X`` (and ``torch.backends.*``) -> its API-mapping row, case-sensitive."""
-    from ...reference.api_mapping import rows
+    from ...api_mapping import rows
 
     out: dict[str, object] = {}
     for r in rows():
@@ -92,7 +92,7 @@ def mapping_row(qualname: str) -> object | None:
     idx = _mapping_index()
     if qualname in idx:
         return idx[qualname]
-    from ...reference.api_mapping import lookup
+    from ...api_mapping import lookup
 
     # fall back to the table's own search (substring, case-insensitive), keeping only a whole-name match
     for r in lookup(qualname):
