@@ -64,7 +64,7 @@ def _print_rules() -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..scan import scan
+    from ..scan import scan, table, to_json, to_markdown, to_sarif
     from .args import positive_whole
 
     if args.rules:
@@ -96,16 +96,16 @@ def run(args: argparse.Namespace) -> int:
         res, known = apply_baseline(res, load_baseline(args.baseline))
         print(f"{known} finding{'s' if known != 1 else ''} in the baseline {args.baseline} not shown", file=sys.stderr)
     if args.format == "json":
-        text = res.to_json()
+        text = to_json(res)
     elif args.format == "sarif":
         import json
 
-        text = json.dumps(res.to_sarif(), indent=2)
+        text = json.dumps(to_sarif(res), indent=2)
     elif args.format == "markdown":
-        text = res.to_markdown(limit)
+        text = to_markdown(res, limit)
     else:
         color = args.output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-        text = res.table(limit, color=color)
+        text = table(res, limit, color=color)
     if args.output:
         try:
             with open(args.output, "w", encoding="utf-8") as fh:

@@ -181,11 +181,13 @@ class Report:
         return out
 
     def to_dict(self) -> dict[str, Any]:
+        from ..scan.output import to_dict
+
         e = self.effort
         return {
             "path": self.path,
             "summary": self.summary(),
-            "scan": self.scan.to_dict(),
+            "scan": to_dict(self.scan),
             "effort": {
                 "rows": [r.__dict__ for r in e.rows],
                 "assumptions": [a.__dict__ for a in e.assumptions],

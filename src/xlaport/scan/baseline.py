@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
-from .engine import Finding, ScanResult
+from .result import Finding, ScanResult
 
 __all__ = ["fingerprint", "write_baseline", "load_baseline", "apply_baseline", "BASELINE_VERSION"]
 

@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from .baseline import fingerprint
-from .engine import Finding, ScanResult, scan
+from .engine import scan
+from .output import to_sarif
+from .result import Finding, ScanResult
 from .rules import severity_rank
 
 __all__ = ["MARKER", "Delta", "delta", "comment_body", "post_comment", "main"]
@@ -180,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         d, head = delta(args.base, args.paths, args.repo_dir)
         body = comment_body(d)
         if args.sarif:
-            Path(args.sarif).write_text(json.dumps(head.to_sarif(), indent=2) + "\n", encoding="utf-8")
+            Path(args.sarif).write_text(json.dumps(to_sarif(head), indent=2) + "\n", encoding="utf-8")
         if args.comment_file:
             Path(args.comment_file).write_text(body, encoding="utf-8")
         if args.repo and args.pr:

@@ -16,17 +16,16 @@ import stat
 import sys
 import time
 import tokenize
-from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from . import suppress
-from .config import FAIL_LEVELS, ScanConfig, find_pyproject, load_config
+from .config import ScanConfig, find_pyproject, load_config
 from .files import SKIP_DIRS, display_name, kind_of, own_packages, walk
 from .registry import FILE_CHECKS, Hit
-from .rules import RULES, mapping_fix, rule, rule_ids, severity_rank
+from .result import Finding, ScanResult, ScanWarning
+from .rules import mapping_fix, rule, rule_ids
 from .rules.syntax_error import from_syntax_error
 from .walker import analyse
 
@@ -38,130 +37,6 @@ __all__ = ["Finding", "ScanWarning", "ScanResult", "scan", "scan_source", "SKIP_
 _PARALLEL_MIN_FILES = 128
 _BATCH = 24
 _COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.M)
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One hit of one rule. ``col`` is 1-based; ``lines`` counts a kernel's lines (0 otherwise).
-
-    ``confidence``: ``"high"``, or ``"low"`` when the finding rests on a value taken for a tensor from its
-    name alone (``out = model(x)``, ``for x, y in loader``); the message then says so.
-    """
-
-    rule: str
-    path: str
-    line: int
-    col: int
-    severity: str
-    message: str
-    fix: str
-    snippet: str = ""
-    detail: str = ""
-    lines: int = 0
-    confidence: str = "high"
-
-    @property
-    def chapter(self) -> str:
-        return rule(self.rule).chapter
-
-    def as_dict(self) -> dict[str, Any]:
-        r = rule(self.rule)
-        return {
-            "rule": self.rule,
-            "severity": self.severity,
-            "category": r.category,
-            "path": self.path,
-            "line": self.line,
-            "col": self.col,
-            "message": self.message,
-            "fix": self.fix,
-            "chapter": r.chapter,
-            "snippet": self.snippet,
-            "lines": self.lines,
-            "confidence": self.confidence,
-        }
-
-
-@dataclass(frozen=True)
-class ScanWarning:
-    """A file (or folder) the scanner could not look into, and why."""
-
-    path: str
-    reason: str
-
-
-@dataclass
-class ScanResult:
-    """Everything one scan found, with the figures to judge its coverage."""
-
-    roots: tuple[str, ...]
-    findings: list[Finding]
-    warnings: list[ScanWarning]
-    files: int
-    python_files: int
-    lines: int
-    bytes: int
-    suppressed: int
-    seconds: float
-    jobs: int
-    config_sources: tuple[str, ...] = ()
-    fail_on: str | None = None
-    internal_errors: list[ScanWarning] = field(default_factory=list)
-
-    def counts(self) -> dict[str, int]:
-        """Findings per rule id, in rule order, rules with none left out."""
-        c = Counter(f.rule for f in self.findings)
-        return {r.id: c[r.id] for r in RULES if c[r.id]}
-
-    def by_severity(self) -> dict[str, int]:
-        c = Counter(f.severity for f in self.findings)
-        return {s: c[s] for s in ("error", "warning", "note")}
-
-    def worst(self) -> str | None:
-        if not self.findings:
-            return None
-        return max((f.severity for f in self.findings), key=severity_rank)
-
-    def reaches(self, level: str) -> bool:
-        """True when a finding is at ``level`` or worse (``never``: always False)."""
-        if level not in FAIL_LEVELS:
-            raise ValueError(f"unknown level {level!r}; use one of {', '.join(FAIL_LEVELS)}")
-        if level == "never":
-            return False
-        r = severity_rank(level)
-        return any(severity_rank(f.severity) >= r for f in self.findings)
-
-    def kernels(self) -> list[Finding]:
-        return [f for f in self.findings if rule(f.rule).category == "kernel"]
-
-    def files_with_findings(self) -> dict[str, int]:
-        return dict(Counter(f.path for f in self.findings).most_common())
-
-    # output, implemented in xlaport.scan.output
-    def to_dict(self) -> dict[str, Any]:
-        from .output import to_dict
-
-        return to_dict(self)
-
-    def to_json(self, indent: int | None = 2) -> str:
-        from .output import to_json
-
-        return to_json(self, indent)
-
-    def to_sarif(self) -> dict[str, Any]:
-        from .output import to_sarif
-
-        return to_sarif(self)
-
-    def to_markdown(self, max_findings: int | None = 200) -> str:
-        from .output import to_markdown
-
-        return to_markdown(self, max_findings)
-
-    def table(self, max_findings: int | None = None, color: bool = False) -> str:
-        from .output import table
-
-        return table(self, max_findings, color)
 
 
 # --------------------------------------------------------------------------- per file

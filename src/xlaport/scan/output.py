@@ -1,17 +1,19 @@
-"""A scan as a terminal table, JSON, SARIF 2.1.0 (for GitHub code scanning) or markdown."""
+"""A scan as a terminal table, JSON, SARIF 2.1.0 (for GitHub code scanning) or markdown.
+
+Each function takes the :class:`~xlaport.scan.result.ScanResult` to write: ``scan.table(res)``,
+``scan.to_sarif(res)`` (all five are re-exported by :mod:`xlaport.scan`). The records know nothing of this module.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import pages
 from ..text import plural
+from .result import ScanResult
 from .rules import RULES, rule, severity_rank
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .engine import ScanResult
 
 __all__ = ["to_dict", "to_json", "to_sarif", "to_markdown", "table", "SARIF_SCHEMA", "summary_line"]
 
