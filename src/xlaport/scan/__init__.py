@@ -16,8 +16,9 @@ crashes on what it reads), :mod:`~xlaport.scan.files` (which files, of what kind
 :mod:`~xlaport.scan.suppress` (``# xlaport: ignore`` comments, from comment tokens only),
 :mod:`~xlaport.scan.config` (``[tool.xlaport]`` in the scanned project's ``pyproject.toml``),
 :mod:`~xlaport.scan.output` (a result as a table, JSON, SARIF or markdown: ``table(res)``, ``to_json(res)``, ...),
-:mod:`~xlaport.scan.baseline` (accepted findings, matched by rule, file and code text), :mod:`~xlaport.scan.ci`
-(the pull-request check behind ``action.yml``).
+:mod:`~xlaport.scan.baseline` (accepted findings, matched by rule, file and code text), :mod:`~xlaport.scan.effort`
+(person-weeks per finding class, the doctor's estimate), :mod:`~xlaport.scan.ci` (the pull-request check behind
+``action.yml``).
 Torch-free: nothing here imports torch or the scanned code.
 """
 

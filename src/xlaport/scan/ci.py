@@ -5,10 +5,10 @@
 Scans the working tree (the pull request's head) and the base commit (checked out with ``git worktree``
 into a temporary folder), compares the findings by rule, file and code text (the baseline's fingerprint,
 so moved code is neither new nor fixed), and writes a markdown summary: new and fixed findings and the
-migration debt in person-weeks (:func:`xlaport.doctor.estimate`) before and after. With ``--repo`` and
-``--pr`` it creates or updates one comment on the pull request (found again by a hidden marker) through
-the GitHub REST API, with the token in ``$GITHUB_TOKEN``; ``--dry-run`` prints each request instead of
-sending it. Exit status 1 when a new finding reaches ``--fail-on`` (default never), 2 on bad input.
+migration debt in person-weeks (:func:`xlaport.scan.effort.estimate`, the doctor's estimate) before and
+after. With ``--repo`` and ``--pr`` it creates or updates one comment on the pull request (found again by a
+hidden marker) through the GitHub REST API, with the token in ``$GITHUB_TOKEN``; ``--dry-run`` prints each
+request instead of sending it. Exit status 1 when a new finding reaches ``--fail-on`` (default never), 2 on bad input.
 Torch-free.
 """
 
@@ -61,7 +61,7 @@ def _key(f: Finding, root: str) -> tuple[str, str, str]:
 
 
 def _weeks(res: ScanResult) -> float:
-    from ..doctor.effort import estimate
+    from .effort import estimate
 
     return float(estimate(res, use_pyproject=False).total_weeks)
 

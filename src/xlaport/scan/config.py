@@ -14,7 +14,7 @@
     [tool.xlaport.per-file-ignores]           # glob -> rules ignored in matching files
     "scripts/*" = ["cuda-device"]
 
-    [tool.xlaport.effort]                     # the doctor's effort assumptions (see xlaport.doctor.effort)
+    [tool.xlaport.effort]                     # the doctor's effort assumptions (see xlaport.scan.effort)
     weeks_per_kernel = 3
 
 A line comment ``# xlaport: ignore[rule-a, rule-b]`` (or ``# xlaport: ignore`` for every rule)
