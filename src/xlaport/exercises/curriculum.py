@@ -1,6 +1,6 @@
 """The curriculum's sessions as data (torch-free): which chapters a session covers, what it needs, what its
-discussion should settle. ``scripts/curriculum_pages.py`` renders the curriculum page from it and
-``xlaport learn start --session N`` copies a session's chapters for a learner."""
+discussion should settle. The site build renders the curriculum page from it (``_ext/xlaport_site/curriculum.py``),
+and ``xlaport learn start --session N`` copies a session's chapters for a learner."""
 
 from __future__ import annotations
 
