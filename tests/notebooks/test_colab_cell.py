@@ -60,10 +60,10 @@ def test_the_url_is_written_in_one_place() -> None:
         if p.is_file() and p.name not in {"pyproject.toml", "_config.yml"} and URL in p.read_text(errors="ignore"):
             by_hand.append(str(p.relative_to(ROOT)))
     assert pages.REPOSITORY == URL
-    # Checked copies: the toolkit's (the pages a report links to, the reader editions' Colab links, the SARIF tool
-    # URI), and the pre-commit and workflow snippets a team pastes from the toolkit page (code blocks, where no
-    # substitution reaches). A new URL in pyproject.toml fails here until they follow it.
-    expected = ["book/toolkit.md", "src/xlaport/pages.py", "src/xlaport/scan/output.py"]
+    # Checked copies: the toolkit's (xlaport.pages: the pages a report links to, the reader editions' Colab links,
+    # the SARIF tool URI), and the pre-commit and workflow snippets a team pastes from the toolkit page (code blocks,
+    # where no substitution reaches). A new URL in pyproject.toml fails here until they follow it.
+    expected = ["book/toolkit.md", "src/xlaport/pages.py"]
     assert sorted(by_hand) == expected, f"repository URL typed by hand in {by_hand} (expected copies: {expected})"
 
 

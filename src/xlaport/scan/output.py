@@ -18,7 +18,7 @@ from .rules import RULES, rule, severity_rank
 __all__ = ["to_dict", "to_json", "to_sarif", "to_markdown", "table", "SARIF_SCHEMA", "summary_line"]
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-_INFO_URI = "https://github.com/xlaport/xlaport"
+_INFO_URI = pages.REPOSITORY  # the SARIF tool's home page
 
 
 def _version() -> str:
