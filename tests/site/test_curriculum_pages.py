@@ -22,6 +22,12 @@ def test_every_session_page_exists_and_is_linked() -> None:
     assert "not yet run" in md  # no timings: said so, never a made-up number
 
 
+def test_every_chapter_is_in_one_session() -> None:
+    chapters = sorted(f"notebooks/{p.stem}" for p in (ROOT / "notebooks").glob("*.ipynb"))
+    placed = sorted(page for s in cp.SESSIONS for page in s.pages if page.startswith("notebooks/"))
+    assert placed == chapters, f"in no session: {sorted(set(chapters) - set(placed))}; twice or gone: {placed}"
+
+
 def test_prerequisites_come_earlier() -> None:
     for i, s in enumerate(cp.SESSIONS, 1):
         assert all(0 < p < i for p in s.prerequisites), f"session {i} needs a later session"

@@ -51,8 +51,8 @@ def test_start_refuses_a_folder_inside_the_clone_and_bad_names(tmp_path: Path) -
         workspace.start(1, ROOT / "notebooks" / "mine", "ana", root=ROOT)
     with pytest.raises(ValueError, match="learner's name"):
         workspace.start(1, tmp_path, "ana; rm -rf", root=ROOT)
-    with pytest.raises(ValueError, match="sessions 1 to 7"):
-        workspace.start(9, tmp_path, "ana", root=ROOT)
+    with pytest.raises(ValueError, match="sessions 1 to 9"):
+        workspace.start(10, tmp_path, "ana", root=ROOT)
 
 
 def test_start_keeps_existing_work_and_reset_keeps_the_old_copy(tmp_path: Path) -> None:

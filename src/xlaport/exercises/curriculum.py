@@ -55,6 +55,20 @@ SESSIONS: tuple[Session, ...] = (
         "at, which tied weights to re-tie, and how many chips FSDP needs once our stream code is deleted.",
     ),
     Session(
+        "Memory, profiles, data and checkpoints",
+        ("notebooks/memory_fit", "notebooks/profiling", "notebooks/input_pipelines", "notebooks/checkpoints"),
+        (2,),
+        "Whether our step fits a chip's HBM and which fix comes first, where a profile says our step's time goes, how "
+        "many loader workers keep our device busy, and how our checkpoints reshard across hosts.",
+    ),
+    Session(
+        "The workloads: fine-tuning, serving, quantized inference",
+        ("notebooks/fine_tuning", "notebooks/serving", "notebooks/quantized_inference"),
+        (3, 6),
+        "Which of our fine-tuning runs are LoRA and how we pad them, the slots, longest sequence and buckets our "
+        "server compiles at warm-up, and which weights we serve in int8 or fp8.",
+    ),
+    Session(
         "Audit and decide",
         (
             "notebooks/audit_your_code",
@@ -62,13 +76,13 @@ SESSIONS: tuple[Session, ...] = (
             "notebooks/pricing_math",
             "book/decision_brief",
         ),
-        (3, 4, 5),
+        (3, 4, 5, 6),
         "The three numbers for our project (recompiles after warm-up, raising ops, break-even band) and a go/no-go.",
     ),
     Session(
         "Capstone",
         ("notebooks/capstone",),
-        (6,),
+        (8,),
         "What the port of the sample cost us, and the plan for our own project in the same four steps.",
     ),
 )
