@@ -28,6 +28,7 @@ from pathlib import Path
 
 __all__ = [
     "TpuChip",
+    "google_pci_devices",
     "tpu_chips",
     "torch_tpu_autoloaded",
     "TorchTpuPackage",
@@ -71,6 +72,15 @@ def _read_hex(path: Path) -> int | None:
         return int(path.read_text().strip(), 16)
     except (OSError, ValueError):
         return None
+
+
+def google_pci_devices(sysfs: str | os.PathLike[str] = "/sys/bus/pci/devices") -> list[str]:
+    """PCI addresses of every device with Google's vendor id (a TPU of any generation, known to :data:`TPU_PCI_DEVICES`
+    or not). Reads sysfs only."""
+    root = Path(sysfs)
+    if not root.is_dir():
+        return []
+    return [e.name for e in sorted(root.iterdir()) if _read_hex(e / "vendor") == GOOGLE_PCI_VENDOR]
 
 
 def tpu_chips(

@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,9 +106,6 @@ def reader_friendly_logs() -> None:
                     handler.setFormatter(formatter)
     logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # "No CUDA runtime is found"
     warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm.auto without ipywidgets
-    # torch_xla's note when it starts without a PJRT_DEVICE on a machine with no TPU or Trainium: transformers (with
-    # accelerate installed) imports torch_xla in chapters that only estimate on the CPU
-    logging.getLogger().addFilter(lambda r: r.getMessage() != "Defaulting to PJRT_DEVICE=CPU")
     # the Hugging Face libraries' bars for saving and loading a checkpoint of a few hundred kB (read when they start)
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     # torchao 0.16 on the emulator's torch 2.9 runs its Python path; its C++ extension is built for torch 2.10
@@ -312,7 +309,26 @@ def timer() -> Iterator[Timing]:
         t.seconds = time.perf_counter() - start
 
 
+def cpu_before_torch_xla(environ: MutableMapping[str, str] | None = None, sysfs: str = "/sys/bus/pci/devices") -> bool:
+    """On a machine with neither a TPU nor Trainium, set ``PJRT_DEVICE=CPU`` before torch_xla starts, unless set.
+
+    torch_xla started without it looks for a TPU and Trainium and, finding neither, picks the CPU and logs "Defaulting
+    to PJRT_DEVICE=CPU"; transformers (with accelerate installed) imports torch_xla in chapters that only estimate on
+    the CPU. Saying CPU first is what the toolkit does for its own processes (:mod:`xlaport.xla_cpu`). A machine with
+    any Google PCI device or a ``/dev/neuron*`` node is left to torch_xla. Returns whether it set the variable."""
+    from . import detect
+
+    env = os.environ if environ is None else environ
+    if "PJRT_DEVICE" in env or "torch_xla" in sys.modules:
+        return False
+    if detect.google_pci_devices(sysfs) or detect.neuron_devices():
+        return False
+    env["PJRT_DEVICE"] = "CPU"
+    return True
+
+
 reader_friendly_logs()
+cpu_before_torch_xla()
 
 
 def _book_plots() -> None:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from conftest import run_python
 from xlaport import notebook
 
 
@@ -293,7 +295,42 @@ def test_reader_friendly_logs_hide_the_emulators_own_start_up_lines(caplog: pyte
 
     reader_friendly_logs()
     with caplog.at_level(logging.WARNING):
-        logging.warning("Defaulting to PJRT_DEVICE=CPU")  # torch_xla's line where no TPU or Trainium is found
         logging.getLogger("torchao").warning("Skipping import of cpp extensions due to incompatible torch version")
         logging.warning("a warning a reader should see")
     assert [r.getMessage() for r in caplog.records] == ["a warning a reader should see"]
+
+
+def test_pjrt_device_is_said_before_torch_xla_starts_where_there_is_no_tpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from xlaport import detect
+    from xlaport.notebook import cpu_before_torch_xla
+
+    monkeypatch.delitem(sys.modules, "torch_xla", raising=False)
+    monkeypatch.setattr(detect, "neuron_devices", lambda dev="/dev": [])
+    (tmp_path / "0000:00:04.0").mkdir()
+    (tmp_path / "0000:00:04.0" / "vendor").write_text("0x8086\n")  # an Intel device, no TPU
+    env: dict[str, str] = {}
+    assert cpu_before_torch_xla(env, str(tmp_path)) and env == {"PJRT_DEVICE": "CPU"}
+    given = {"PJRT_DEVICE": "TPU"}
+    assert not cpu_before_torch_xla(given, str(tmp_path)) and given == {"PJRT_DEVICE": "TPU"}
+    (tmp_path / "0000:00:05.0").mkdir()
+    (tmp_path / "0000:00:05.0" / "vendor").write_text("0x1ae0\n")  # Google's: a TPU, whatever its device id
+    env = {}
+    assert not cpu_before_torch_xla(env, str(tmp_path)) and env == {}
+    monkeypatch.setattr(detect, "neuron_devices", lambda dev="/dev": ["/dev/neuron0"])
+    assert not cpu_before_torch_xla(env, "/nonexistent") and env == {}
+
+
+def test_a_chapter_that_imports_torch_xla_indirectly_logs_no_default_device_line() -> None:
+    out = run_python(
+        """
+        import os
+        os.environ.pop("PJRT_DEVICE", None)
+        import xlaport.notebook
+        import torch_xla.runtime
+        print("PJRT_DEVICE", os.environ["PJRT_DEVICE"])
+        """,
+        unset=["PJRT_DEVICE"],
+    )
+    assert "PJRT_DEVICE CPU" in out.stdout and "Defaulting" not in out.stderr, out.stderr[-500:]
