@@ -23,7 +23,6 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = str(ROOT / "src")
@@ -199,18 +198,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def toc_files(root: Path = ROOT) -> set[str]:
-    """Every `file:` entry of the book's _toc.yml."""
-    found: set[str] = set()
+    """Every document of the book's _toc.yml but the root, as sphinx_external_toc (Jupyter Book's) reads it."""
+    from sphinx_external_toc.parsing import parse_toc_yaml
 
-    def walk(node: object) -> None:
-        if isinstance(node, dict):
-            if "file" in node:
-                found.add(str(node["file"]))
-            for v in node.values():
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    walk(yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8")))
-    return found
+    site = parse_toc_yaml(root / "_toc.yml")
+    return {str(doc) for doc in site if doc != site.root.docname}

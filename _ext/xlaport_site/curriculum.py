@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from xlaport.exercises.curriculum import SESSIONS
+from xlaport.myst import directives
 from xlaport.text import escape_dollars
 
 from .checkout import project_root
@@ -65,12 +66,12 @@ def page_exercises(page: str, root: Path = ROOT) -> int:
     nb = root / f"{page}.ipynb"
     if not nb.exists():
         return 0
+    cells = json.loads(nb.read_text())["cells"]
     return sum(
-        1 for c in json.loads(nb.read_text())["cells"] if "".join(c["source"]).lstrip().startswith("```{exercise}")
+        d.name == "exercise" for c in cells if c["cell_type"] == "markdown" for d in directives("".join(c["source"]))
     )
 
 
-_SOLUTION_START = re.compile(r"^```\{solution-start\}\s+(\S+)", re.M)
 _CHECK_LINE = re.compile(r"^(solution = check_|print\(solution\)|assert solution\.)")
 
 
@@ -90,8 +91,11 @@ def exercise_minutes(page: str, root: Path = ROOT) -> list[tuple[str, int, int]]
     for c in cells:
         text = "".join(c["source"])
         if c["cell_type"] == "markdown":
-            m = _SOLUTION_START.search(text)
-            label = m.group(1) if m else (None if "{solution-end}" in text else label)
+            names = {d.name: d for d in directives(text)}
+            if "solution-start" in names:
+                label = names["solution-start"].argument
+            elif "solution-end" in names:
+                label = None
             continue
         lines = _code_lines(text)
         if label is None:

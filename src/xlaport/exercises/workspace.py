@@ -3,7 +3,8 @@
 - :func:`learner_edition` turns a chapter notebook into the copy a learner works in: every folded solution (the
   cells from ``{solution-start}`` to ``{solution-end}``) is replaced by one note that says how to reveal it, and
   outputs are cleared, so "Run All" never runs a solution; an ``{include}`` (the exercises preamble) is replaced by
-  the text it includes, which Jupyter would not show.
+  the text it includes, which Jupyter would not show. The directives are found by the parser the book is built with
+  (:mod:`xlaport.myst`).
 - :func:`start` writes a session's chapters into a folder outside the repository, with a ``.xlaport-learn.toml``
   that names the learner and the progress folder; :func:`reset` puts one chapter back (the old copy is kept).
 - :func:`reveal` prints an exercise's solution from the book's own notebook, when the learner asks for it.
@@ -19,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..myst import Directive, directives
 from .curriculum import session
 from .progress import CONFIG
 
@@ -33,10 +35,6 @@ __all__ = [
     "solution_text",
     "start",
 ]
-
-_EXERCISE = re.compile(r"^```\{exercise\}.*?^:label:\s*(\S+)", re.S | re.M)
-_SOLUTION = re.compile(r"^```\{solution-start\}\s+(\S+)", re.M)
-_INCLUDE = re.compile(r"^```\{include\}\s+(\S+)\s*\n```[ \t]*$", re.M)
 
 
 def book_root() -> Path:
@@ -64,9 +62,16 @@ def _text(cell: dict[str, Any]) -> str:
     return "".join(src) if isinstance(src, list) else str(src)
 
 
+def _first(cell: dict[str, Any], name: str) -> Directive | None:
+    """The first directive ``{name}`` of a markdown cell."""
+    if cell["cell_type"] != "markdown":
+        return None
+    return next((d for d in directives(_text(cell)) if d.name == name), None)
+
+
 def exercise_labels(nb: dict[str, Any]) -> list[str]:
     """The exercise labels of a notebook, in order (exercise 1 is the first)."""
-    return [m.group(1) for c in nb["cells"] if c["cell_type"] == "markdown" for m in [_EXERCISE.search(_text(c))] if m]
+    return [str(d.options.get("label", "")) for c in nb["cells"] if (d := _first(c, "exercise"))]
 
 
 def _lines(text: str) -> list[str]:
@@ -77,7 +82,11 @@ def _lines(text: str) -> list[str]:
 def _inline_includes(text: str, folder: Path) -> str:
     """``text`` with each ``{include}`` directive replaced by the file it names (relative to ``folder``, as MyST reads
     it from the notebook's folder)."""
-    return _INCLUDE.sub(lambda m: (folder / m.group(1)).read_text().rstrip("\n"), text)
+    lines = text.split("\n")
+    for d in reversed([d for d in directives(text) if d.name == "include"]):
+        start, end = d.lines
+        lines[start:end] = (folder / d.argument).read_text().rstrip("\n").split("\n")
+    return "\n".join(lines)
 
 
 def learner_edition(nb: dict[str, Any], chapter: str, root: Path | None = None) -> dict[str, Any]:
@@ -90,11 +99,11 @@ def learner_edition(nb: dict[str, Any], chapter: str, root: Path | None = None) 
     pending = 0  # the exercise whose answer cell comes next
     for c in nb["cells"]:
         text = _text(c)
-        if c["cell_type"] == "markdown" and (m := _EXERCISE.search(text)):
-            pending = labels.index(m.group(1)) + 1
-        if c["cell_type"] == "markdown" and (m := _SOLUTION.search(text)):
+        if exercise := _first(c, "exercise"):
+            pending = labels.index(str(exercise.options.get("label", ""))) + 1
+        if start := _first(c, "solution-start"):
             inside = True
-            n = labels.index(m.group(1)) + 1 if m.group(1) in labels else 0
+            n = labels.index(start.argument) + 1 if start.argument in labels else 0
             note = (
                 f"*Solution hidden in your copy.* Stuck? Run `from xlaport.exercises import reveal; "
                 f"reveal({chapter!r}, {n})` in a new cell, or `xlaport learn reveal {chapter} {n}` in a terminal; on "
@@ -103,11 +112,11 @@ def learner_edition(nb: dict[str, Any], chapter: str, root: Path | None = None) 
             cells.append({"cell_type": "markdown", "id": f"solution-note-{n}", "metadata": {}, "source": _lines(note)})
             continue
         if inside:
-            if "{solution-end}" in text:
+            if _first(c, "solution-end"):
                 inside = False
             continue
         c = dict(c)
-        if c["cell_type"] == "markdown" and _INCLUDE.search(text):
+        if _first(c, "include"):
             c["source"] = _lines(_inline_includes(text, (root or book_root()) / "notebooks"))
         if c["cell_type"] == "code":
             c["outputs"], c["execution_count"] = [], None
@@ -132,15 +141,15 @@ def solution_text(chapter: str, n: int, root: Path | None = None) -> str:
     label, parts, inside = labels[n - 1], [], False
     for c in nb["cells"]:
         text = _text(c)
-        m = _SOLUTION.search(text) if c["cell_type"] == "markdown" else None
-        if m and m.group(1) == label:
+        start = _first(c, "solution-start")
+        if start and start.argument == label:
             inside = True
-            prose = text[text.index("```", m.end()) + 3 :].strip() if "```" in text[m.end() :] else ""
+            prose = "\n".join(text.split("\n")[start.lines[1] :]).strip()  # what follows the directive in its cell
             if prose:
                 parts.append(prose)
             continue
         if inside:
-            if "{solution-end}" in text:
+            if _first(c, "solution-end"):
                 break
             parts.append(f"```python\n{text.rstrip()}\n```" if c["cell_type"] == "code" else text.strip())
     return f"Solution to {path.stem} exercise {n} ({label}):\n\n" + "\n\n".join(parts)
