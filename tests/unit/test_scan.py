@@ -82,7 +82,7 @@ def test_optional_import_is_a_warning_not_an_error() -> None:
 
 
 def test_fix_and_severity_come_from_the_api_mapping() -> None:
-    from xlaport.reference.api_mapping import lookup
+    from xlaport.api_mapping import lookup
 
     (f,) = scan_source("import torch\ntorch.cuda.synchronize()\n")
     row = lookup("torch.cuda.synchronize")[0]

@@ -1,42 +1,16 @@
 """The book's "API mapping" page: ``torch.cuda.*`` calls and what they become on ``torch.accelerator``, TorchTPU
 and TorchNeuron, rendered from the table that :mod:`xlaport.api_mapping` loads and checks.
 
-The query API (:func:`rows`, :func:`lookup`, :func:`surface`, :func:`tpu_status_from_surface`, ...) lives in
-:mod:`xlaport.api_mapping`, below this package, so that the scanner can read the table without importing the
-pages; it is re-exported here.
-
->>> from xlaport.reference.api_mapping import rows, lookup
->>> [r.tpu.status for r in lookup("synchronize")]
-['raises']
+The table and its queries (``rows()``, ``lookup()``, ``surface()``, ...) are :mod:`xlaport.api_mapping`, below
+this package, so that the scanner reads the table without importing the pages; this module only renders it.
 """
 
 from __future__ import annotations
 
-from ..api_mapping import (
-    STATUSES,
-    Cell,
-    Row,
-    lookup,
-    meta,
-    reference_torch,
-    rows,
-    surface,
-    tpu_status_from_surface,
-)
+from ..api_mapping import STATUSES, Cell, Row, meta, reference_torch, rows, surface
 from .cite import source_md
 
-__all__ = [
-    "STATUSES",
-    "Cell",
-    "Row",
-    "rows",
-    "meta",
-    "surface",
-    "lookup",
-    "tpu_status_from_surface",
-    "reference_torch",
-    "render",
-]
+__all__ = ["render"]
 
 
 def _esc(s: str) -> str:
