@@ -31,7 +31,7 @@ from .walker import analyse
 
 _KNOWN = frozenset(rule_ids())  # rule ids a suppression comment may name
 
-__all__ = ["Finding", "ScanWarning", "ScanResult", "scan", "scan_source", "SKIP_DIRS"]
+__all__ = ["scan", "scan_source", "SKIP_DIRS"]
 
 # Folders never entered below a scanned root (a root itself is always scanned).
 _PARALLEL_MIN_FILES = 128
