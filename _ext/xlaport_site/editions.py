@@ -51,12 +51,16 @@ def is_chapter(app: Sphinx, docname: str) -> bool:
     return docname.startswith("notebooks/") and (Path(app.srcdir) / f"{docname}.ipynb").is_file()
 
 
-def note_cell(title: str, url: str, site: str) -> nbformat.NotebookNode:
+def note_cell(title: str, url: str, site: str, running: tuple[str, str]) -> nbformat.NotebookNode:
+    """The cell after the title and the lead: what this edition is, where its numbers come from, how to run it."""
     text = (
         f"> **Reader edition for Colab and Jupyter.** This is the chapter [{title}]({url}) of the "
-        f"[xlaport field guide]({site}), with the book's markup turned into plain markdown. The numbers in the text "
-        "are those of the published run (the one on the website); when you run the cells, your run prints its own, "
-        "which can differ on another machine or with other parameters."
+        f"[xlaport field guide]({site}), with the book’s markup turned into plain markdown: the website’s tabs "
+        "(CUDA, TPU, Trainium) are one titled part after another, and each exercise’s solution is folded as text "
+        "under it (copy its code into a cell to run it). The numbers in the text are those of the published run (the "
+        "one on the website); when you run the cells, your run prints its own, which can differ on another machine "
+        "or with other parameters. In Colab the setup cell below installs what the chapter needs; in Jupyter, run "
+        f"the chapter in the environment that [{running[0]}]({running[1]}) describes."
     )
     return nbformat.v4.new_markdown_cell(text, metadata={"tags": [NOTE_TAG]})
 
@@ -142,6 +146,9 @@ class _Edition:
         out: list[nbformat.NotebookNode] = []
         for kind, index, text, attachments in items:
             source = self.source.cells[index] if index is not None and index < len(self.source.cells) else None
+            if kind == "note":
+                out.append(nbformat.v4.new_markdown_cell(text, metadata={"tags": [NOTE_TAG]}))
+                continue
             if kind == "code":
                 assert source is not None
                 cell = copy.deepcopy(source)
@@ -175,10 +182,18 @@ class _Edition:
 
     def notebook(self, doctree: nodes.document) -> nbformat.NotebookNode:
         self.walk(doctree, 0)
+        titles = self.app.env.titles
+        title = titles[self.docname].astext() if self.docname in titles else self.docname
+        running = titles["book/running"].astext() if "book/running" in titles else "Running the book"
+        note = note_cell(
+            title, f"{self.site}{self.docname}.html", self.site, (running, f"{self.site}book/running.html")
+        )
+        # After the title and the lead paragraph (in the title's cell): before the notes and boxes that follow them.
+        items, at = self.items, 0
+        if items and items[0][0] == "markdown":
+            at = 2 if len(items) > 1 and items[1][0] == "markdown" and items[1][1] == items[0][1] else 1
+        items.insert(at, ("note", None, note.source, {}))
         cells = self.cells()
-        title = self.app.env.titles[self.docname].astext() if self.docname in self.app.env.titles else self.docname
-        at = 1 if cells and cells[0].cell_type == "markdown" else 0
-        cells.insert(at, note_cell(title, f"{self.site}{self.docname}.html", self.site))
         nb = nbformat.v4.new_notebook(cells=cells, metadata=copy.deepcopy(dict(self.source.metadata)))
         nb.metadata.pop("papermill", None)
         nb.metadata.setdefault("xlaport", {})["edition_of"] = f"{self.docname}.ipynb"

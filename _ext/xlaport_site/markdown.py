@@ -122,8 +122,10 @@ class Markdown:
             return join([heading, *(self.block(c, depth + 1) for c in node.children[1:])])
         if isinstance(node, nodes.title):
             return f"**{self.inline(node)}**"
-        if isinstance(node, nodes.rubric) or name == "sd_tab_label":
-            return f"**{self.inline(node)}**"  # a tab's label: the tab set becomes one titled part per tab
+        if name == "sd_tab_label":  # a tab set becomes one part per tab, each under its label as a heading
+            return f"{'#' * min(depth + 1, 6)} {self.inline(node)}"
+        if isinstance(node, nodes.rubric):
+            return f"**{self.inline(node)}**"
         if name == "exercise_enumerable_node" or name == "exercise_node":
             return self.exercise(node, depth)
         if name == "solution_node":

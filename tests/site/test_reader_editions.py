@@ -109,8 +109,18 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Warning]
     src = tmp_path_factory.mktemp("book")
     (src / "notebooks").mkdir()
     bad = notebook(md("A footnote[^1].\n\n[^1]: The note."), code("y = 2"), title="Bad")
+    lead = nbformat.v4.new_notebook(
+        cells=[md("# Led\n\nThe lead.\n\n:::{note}\nWhere this runs.\n:::"), code("z = 3")],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+    )
     other = "(why)=\n# Other page\n\nText.\n"
-    warnings = build(src, {"notebooks/ch.ipynb": _chapter(), "notebooks/bad.ipynb": bad, "other.md": other}, CONF)
+    pages = {
+        "notebooks/ch.ipynb": _chapter(),
+        "notebooks/bad.ipynb": bad,
+        "notebooks/led.ipynb": lead,
+        "other.md": other,
+    }
+    warnings = build(src, pages, CONF)
     return src / "_build", warnings
 
 
@@ -164,6 +174,15 @@ def test_glued_values_read_as_the_page_shows_them(edition: nbformat.NotebookNode
     assert sum("published run" in c.source for c in edition.cells if c.cell_type == "markdown") == 1
 
 
+def test_the_note_follows_the_title_and_the_lead(built: tuple[Path, list[Warning]]) -> None:
+    nb = nbformat.read(built[0] / "editions" / "notebooks" / "led.ipynb", as_version=4)
+    assert [c.source for c in nb.cells[:1]] == ["# Led\n\nThe lead."]
+    assert nb.cells[1].metadata["tags"] == ["reader-edition"]
+    assert nb.cells[2].source == "> **Note**\n>\n> Where this runs." and nb.cells[2].id != nb.cells[0].id
+    note = nb.cells[1].source
+    assert "tabs (CUDA, TPU, Trainium) are one titled part" in note and "copy its code into a cell" in note
+
+
 def test_cross_references_become_links_to_the_published_pages(edition: nbformat.NotebookNode) -> None:
     text = _markdown(edition)
     for expected in (
@@ -193,8 +212,8 @@ def test_admonitions_become_quoted_blocks_with_a_bold_title(edition: nbformat.No
 def test_tab_sets_become_one_part_per_backend(edition: nbformat.NotebookNode) -> None:
     text = _markdown(edition)
     for b in ("CUDA", "TPU"):
-        assert f"**{b}**\n\n```python\nrun('{b}')\n```" in text
-    assert text.index("**CUDA**") < text.index("**TPU**") < text.index("After the tabs.")
+        assert f"### {b}\n\n```python\nrun('{b}')\n```" in text  # a part under its label, one level below "## Port"
+    assert text.index("### CUDA") < text.index("### TPU") < text.index("After the tabs.")
     assert ":sync" not in text and "tab-" not in text
 
 
