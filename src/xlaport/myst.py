@@ -10,7 +10,7 @@ expression over MyST. Needs ``myst-parser`` (in the book's environment, and in `
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, ClassVar
 
 __all__ = ["EXTENSIONS", "Directive", "directives"]
@@ -71,6 +71,12 @@ def _any_directive() -> type:
 
 def directives(text: str) -> list[Directive]:
     """The directives at the top level of ``text``, in order (a directive inside another's body is not listed)."""
+    return list(_directives(text))
+
+
+@lru_cache(maxsize=1024)
+def _directives(text: str) -> tuple[Directive, ...]:
+    """Parsed once per text: a learner's copy asks one cell for its exercise, solution and include in turn."""
     from myst_parser.parsers.directives import parse_directive_text
 
     found = []
@@ -85,4 +91,4 @@ def directives(text: str) -> list[Directive]:
         found.append(
             Directive(name, " ".join(parsed.arguments), dict(parsed.options), "\n".join(parsed.body), (start, end))
         )
-    return found
+    return tuple(found)
